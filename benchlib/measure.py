@@ -1,0 +1,86 @@
+"""Client-side measurement: latency recording, exact percentiles, the fsync limit.
+
+Latencies are integers from the monotonic nanosecond clock, kept whole (an
+`array('q')` costs 8 bytes an operation, so even 10^6 operations are 8 MB).
+Percentiles are computed exactly over every operation of a sample with numpy, never
+from a capped or pre-sorted subset (METHOD rule 4).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from array import array
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+now_ns = time.perf_counter_ns
+PERCENTILES = (50, 95, 99)
+
+
+class Latencies:
+    """Durations of one kind of operation, in nanoseconds."""
+
+    __slots__ = ("ns",)
+
+    def __init__(self) -> None:
+        self.ns = array("q")
+
+    def add(self, duration_ns: int) -> None:
+        self.ns.append(duration_ns)
+
+    def __len__(self) -> int:
+        return len(self.ns)
+
+    @classmethod
+    def merged(cls, parts: Iterable[Latencies]) -> Latencies:
+        out = cls()
+        for p in parts:
+            out.ns.extend(p.ns)
+        return out
+
+    def summary_ms(self, prefix: str) -> dict[str, float | None]:
+        """{prefix_p50_ms, _p95_ms, _p99_ms, _max_ms}; None when there were no operations."""
+        keys = [f"{prefix}_p{p}_ms" for p in PERCENTILES] + [f"{prefix}_max_ms"]
+        if not self.ns:
+            return dict.fromkeys(keys)
+        values = np.frombuffer(self.ns, dtype=np.int64) / 1e6
+        # "linear" interpolation between closest ranks: exact over all operations
+        q = np.percentile(values, PERCENTILES, method="linear")
+        return dict(zip(keys, [float(x) for x in q] + [float(values.max())]))
+
+
+def fsync_rate(bindir: Path | None, seconds: int = 1) -> float | None:
+    """fdatasync'ed 8 kB writes per second on this machine's temp disk (pg_test_fsync).
+
+    The ceiling on durable commits per second for one session; reported next to the
+    throughput so a reader can see how close a design comes to the disk. None when
+    pg_test_fsync is not available. Only the first section of its output is needed,
+    so we stop it there.
+    """
+    exe = bindir / "pg_test_fsync" if bindir else None
+    if exe is None or not exe.exists():
+        return None
+    user = "postgres" if os.geteuid() == 0 else None
+    with tempfile.TemporaryDirectory(prefix="benchlib-fsync-") as tmp:
+        if user:
+            import shutil
+
+            shutil.chown(tmp, user)
+        proc = subprocess.Popen([str(exe), "-s", str(seconds), "-f", f"{tmp}/probe"], cwd=tmp, user=user,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        rate = None
+        try:
+            for line in proc.stdout:
+                m = re.match(r"\s*fdatasync\s+([\d.]+) ops/sec", line)
+                if m:
+                    rate = float(m.group(1))
+                    break
+        finally:
+            proc.kill()
+            proc.wait()
+        return rate

@@ -1,0 +1,63 @@
+"""Validation of study parameters, in one place, with one-line errors.
+
+Every study's frozen Params dataclass calls these from __post_init__, so bad input
+fails when the parameters are built: before a server starts or a file is written.
+Each message names the parameter and says what to change.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from benchlib.errors import BenchError
+
+
+def _as_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise BenchError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise BenchError(f"{name} must be a whole number >= {minimum}, got {value!r}") from None
+    if number < minimum:
+        raise BenchError(f"{name} must be >= {minimum}, got {number}")
+    return number
+
+
+def positive_int(name: str, value: Any) -> int:
+    return _as_int(name, value, 1)
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    return _as_int(name, value, 0)
+
+
+def positive_float(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BenchError(f"{name} must be a number > 0, got {value!r}") from None
+    if not number > 0:
+        raise BenchError(f"{name} must be > 0, got {value!r}")
+    return number
+
+
+def positive_ints(name: str, values: Any) -> tuple[int, ...]:
+    """A sweep axis: "1,2,4", 4, or [1, 2, 4] -> (1, 2, 4); unique, each >= 1."""
+    if isinstance(values, str):
+        values = [v for v in values.replace(" ", "").split(",") if v]
+    elif not isinstance(values, Iterable):
+        values = [values]
+    out = tuple(positive_int(name, v) for v in values)
+    if not out:
+        raise BenchError(f"{name} needs at least one value")
+    if len(set(out)) != len(out):
+        raise BenchError(f"{name} lists a value twice: {','.join(map(str, out))}")
+    return out
+
+
+def one_of(name: str, value: Any, options: Iterable[str]) -> str:
+    options = list(options)
+    if value not in options:
+        raise BenchError(f"unknown {name} {value!r}: choose one of {', '.join(options)}")
+    return value

@@ -1,0 +1,214 @@
+"""Tidy results on disk: the schema, atomic Parquet/JSON IO, manifests, resume.
+
+Layout under data/<study>/:
+- `<backend>__<queue>.parquet`: every sample row of the last complete run
+  (warm-up rows included, marked `warmup=True`), with
+- `<backend>__<queue>.manifest.json` beside it: what was measured, where, how;
+- `.cells/<cell_key>.parquet`: each finished cell as soon as it finishes, so an
+  interrupted run resumes (git-ignored; the published files are the record).
+
+A cell key hashes the cell's parameters, the server's requested settings and major
+version, the machine fingerprint and the *measuring* code's content (not the git
+SHA, which changes whenever data is committed). Same key => the cell is reused.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+# The code whose change makes earlier numbers stale; charts, report and CLI are not.
+MEASURING_CODE = ("provision", "queues", "studies", "measure.py", "results.py", "sql.py")
+REPORTED_PACKAGES = ("asyncpg", "polars", "numpy", "altair", "vl-convert-python", "papermill", "testcontainers")
+
+# name: (dtype, meaning). The order is the column order on disk.
+DRAIN_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
+    "backend": (pl.String, "provision backend (postgres, sqlite)"),
+    "queue": (pl.String, "queue design from the registry"),
+    "consumers": (pl.Int64, "concurrent consumers, each with its own connection"),
+    "batch_size": (pl.Int64, "jobs asked for per dequeue"),
+    "prefill": (pl.Int64, "jobs in the backlog when the clock starts"),
+    "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
+    "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
+    "elapsed_s": (pl.Float64, "all consumers ready -> last ack"),
+    "throughput_jobs_s": (pl.Float64, "prefill / elapsed_s"),
+    "dequeue_p50_ms": (pl.Float64, "exact percentile over every dequeue of the sample"),
+    "dequeue_p95_ms": (pl.Float64, ""),
+    "dequeue_p99_ms": (pl.Float64, ""),
+    "dequeue_max_ms": (pl.Float64, ""),
+    "ack_p50_ms": (pl.Float64, "exact percentile over every ack of the sample"),
+    "ack_p95_ms": (pl.Float64, ""),
+    "ack_p99_ms": (pl.Float64, ""),
+    "ack_max_ms": (pl.Float64, ""),
+    "dequeue_ops": (pl.Int64, "dequeue calls, empty ones included"),
+    "ack_ops": (pl.Int64, "ack calls"),
+    "empty_polls": (pl.Int64, "dequeues that returned no job while jobs were still unclaimed"),
+    "enqueued": (pl.Int64, "distinct job ids the prefill returned"),
+    "processed": (pl.Int64, "job ids acked, with repeats"),
+    "lost": (pl.Int64, "enqueued - distinct processed"),
+    "duplicates": (pl.Int64, "processed - distinct processed"),
+    "error": (pl.String, "why the sample failed (null when it did not)"),
+    "server_kind": (pl.String, "dsn | local | testcontainers | file"),
+    "cell_key": (pl.String, "resume key of the cell (parameters + code + machine)"),
+    "run_id": (pl.String, "the run that measured this row"),
+    "started_at": (pl.String, "UTC time the sample started"),
+}
+
+
+def frame(rows: Iterable[Mapping[str, Any]], schema: Mapping[str, tuple[pl.DataType, str]]) -> pl.DataFrame:
+    """Rows -> a DataFrame with exactly the schema's columns, in order."""
+    return pl.DataFrame(list(rows), schema={k: t for k, (t, _) in schema.items()}, orient="row")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+# --- atomic IO ----------------------------------------------------------------
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    _atomic(path, lambda tmp: df.write_parquet(tmp))
+
+
+def write_json(obj: Any, path: Path) -> None:
+    _atomic(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"))
+
+
+# --- fingerprints ---------------------------------------------------------------
+
+def code_version() -> str:
+    """Content hash of the measuring code (see MEASURING_CODE)."""
+    h = hashlib.sha256()
+    for entry in MEASURING_CODE:
+        root = PACKAGE_DIR / entry
+        files = sorted(p for p in root.rglob("*") if p.suffix in {".py", ".sql"}) if root.is_dir() else [root]
+        for f in files:
+            h.update(str(f.relative_to(PACKAGE_DIR)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def machine() -> dict[str, Any]:
+    """CPU model from /proc/cpuinfo (platform.processor() is often empty), cores, RAM, OS."""
+    info: dict[str, Any] = {
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "cpu_model": platform.processor() or platform.machine(),
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["ram_gib"] = round(int(line.split()[1]) / 2**20, 1)
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                info["os"] = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return info
+
+
+def git_info() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        # data/, figures/ and report.md are outputs: their changes do not make the code dirty
+        dirty = git("status", "--porcelain", "--", ".", ":!data", ":!figures", ":!report.md")
+        return {"sha": git("rev-parse", "HEAD"), "dirty": bool(dirty)}
+    except (OSError, subprocess.CalledProcessError):
+        return {"sha": None, "dirty": None}
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0]}
+    for name in REPORTED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def cell_key(**parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+# --- the store ----------------------------------------------------------------------
+
+class Store:
+    """One study's folder under data/: published results and the resume cache."""
+
+    def __init__(self, data_dir: str | Path, study: str):
+        self.root = Path(data_dir) / study
+        self.cells = self.root / ".cells"
+
+    def stem(self, backend: str, queue: str) -> str:
+        return f"{backend}__{queue}"
+
+    def published(self, backend: str, queue: str) -> Path:
+        return self.root / f"{self.stem(backend, queue)}.parquet"
+
+    def manifest_path(self, backend: str, queue: str) -> Path:
+        return self.root / f"{self.stem(backend, queue)}.manifest.json"
+
+    def cached(self, key: str, backend: str, queue: str) -> pl.DataFrame | None:
+        """The rows of cell `key`, from the cache or the published file; else None."""
+        path = self.cells / f"{key}.parquet"
+        if path.exists():
+            return pl.read_parquet(path)
+        published = self.published(backend, queue)
+        if published.exists():
+            rows = pl.read_parquet(published).filter(pl.col("cell_key") == key)
+            if rows.height:
+                return rows
+        return None
+
+    def put_cell(self, key: str, df: pl.DataFrame) -> None:
+        write_parquet(df, self.cells / f"{key}.parquet")
+
+    def publish(self, backend: str, queue: str, df: pl.DataFrame, manifest: Mapping[str, Any]) -> Path:
+        """Replace the published rows and manifest of (backend, queue), each atomically."""
+        path = self.published(backend, queue)
+        write_parquet(df, path)
+        write_json(dict(manifest), self.manifest_path(backend, queue))
+        return path
+
+
+def load_study(data_dir: str | Path, study: str) -> tuple[pl.DataFrame | None, list[dict]]:
+    """Every published row of a study and the manifests they came with."""
+    root = Path(data_dir) / study
+    frames = [pl.read_parquet(p) for p in sorted(root.glob("*.parquet"))]
+    manifests = [json.loads(p.read_text()) for p in sorted(root.glob("*.manifest.json"))]
+    return (pl.concat(frames, how="vertical_relaxed") if frames else None), manifests

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -67,6 +67,11 @@ class PgServer:
 
     async def connect(self, **kwargs) -> asyncpg.Connection:
         return await asyncpg.connect(self.dsn, **kwargs)
+
+    def database(self, name: str) -> PgServer:
+        """The same server, connecting to database `name` (URL-style DSNs)."""
+        parts = urlsplit(self.dsn)
+        return replace(self, dsn=urlunsplit(parts._replace(path=f"/{name}")))
 
     async def describe(self) -> dict:
         conn = await self.connect()

@@ -1,0 +1,11 @@
+"""One module per study, each with a frozen `Params` and `async def run(params, ...)`.
+
+STUDIES is the registry the CLI, the sweep runner and the report look studies up in.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from benchlib.studies import drain
+
+STUDIES: dict[str, ModuleType] = {"drain": drain}

@@ -1,0 +1,46 @@
+# Reproduce every number: `make report`. Run the tests: `make test`.
+# `make` alone lists the targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROFILE ?= standard
+# FORCE=1 reruns cells that data/ already holds for the same code on this machine
+FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
+
+.PHONY: help setup report test lab lock clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "  variables: PROFILE=smoke|standard|full (report, default standard), FORCE=1 (rerun cached cells)"
+
+setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to date)
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+report: setup ## run every study for PROFILE (papermill), then render figures/ and report.md
+	$(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG)
+	$(PY) -m benchlib report
+
+test: setup ## unit + integration tests (real PostgreSQL and SQLite) + nbval over every notebook
+	$(PY) -m pytest tests
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
+
+lab: setup ## open the notebooks in JupyterLab
+	$(VENV)/bin/jupyter lab notebooks/
+
+lock: ## re-pin requirements.lock from pyproject.toml (uv)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check uv
+	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.11 --quiet -o requirements.lock
+
+clean: ## remove the venv, build/ and the resume cache (data/ and figures/ stay)
+	rm -rf $(VENV) build .pytest_cache data/*/.cells
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

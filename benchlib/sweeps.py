@@ -1,0 +1,45 @@
+"""Profiles (smoke / standard / full) as data, validated in one place.
+
+A profile of a study is `common` parameters plus a list of `runs`; each run becomes
+one papermill execution of the study's notebook. Loading a profile checks every run
+by building the study's Params, so a typo or a bad value fails before any work.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchlib.errors import BenchError
+from benchlib.studies import STUDIES
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+PROFILES = ("smoke", "standard", "full")
+
+
+def study_module(study: str):
+    try:
+        return STUDIES[study]
+    except KeyError:
+        raise BenchError(f"unknown study {study!r}: choose one of {', '.join(STUDIES)}") from None
+
+
+def load(study: str, profile: str) -> list[dict[str, Any]]:
+    """The validated parameter sets (one per run) of `profile` for `study`."""
+    module = study_module(study)
+    path = PROFILE_DIR / f"{study}.yaml"
+    spec = yaml.safe_load(path.read_text()) or {}
+    if profile not in spec:
+        raise BenchError(f"unknown profile {profile!r} for {study}: choose one of {', '.join(spec)}")
+    entry = spec[profile] or {}
+    runs = [{**(entry.get("common") or {}), **run} for run in entry.get("runs") or [{}]]
+    known = {f.name for f in dataclasses.fields(module.Params)}
+    for run in runs:
+        unknown = sorted(set(run) - known)
+        if unknown:
+            raise BenchError(f"{path.name} [{profile}]: unknown parameter {unknown[0]!r} "
+                             f"({study} takes {', '.join(sorted(known))})")
+        module.Params(**run)  # values: BenchError with the parameter's name
+    return runs

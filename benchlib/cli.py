@@ -16,8 +16,6 @@ import logging
 import sys
 from pathlib import Path
 
-import polars as pl
-
 from benchlib.errors import BenchError
 
 
@@ -33,8 +31,9 @@ def _drain(args: argparse.Namespace) -> None:
         choose(args.dsn)  # no server to be had: say so now, not after a traceback
     df = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=None if args.no_save else args.data_dir,
                                force=args.force, profile=args.profile))
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
-        print(drain.summarize(df))
+    from benchlib.report import drain_table, markdown
+
+    print(markdown(drain_table(drain.summarize(df))))
     if not args.no_save:
         print(f"wrote {Path(args.data_dir) / drain.STUDY}/{params.backend}__{params.queue}.parquet")
 

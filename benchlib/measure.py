@@ -71,16 +71,15 @@ def fsync_rate(bindir: Path | None, seconds: int = 1) -> float | None:
             import shutil
 
             shutil.chown(tmp, user)
-        proc = subprocess.Popen([str(exe), "-s", str(seconds), "-f", f"{tmp}/probe"], cwd=tmp, user=user,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         rate = None
-        try:
-            for line in proc.stdout:
-                m = re.match(r"\s*fdatasync\s+([\d.]+) ops/sec", line)
-                if m:
-                    rate = float(m.group(1))
-                    break
-        finally:
-            proc.kill()
-            proc.wait()
+        with subprocess.Popen([str(exe), "-s", str(seconds), "-f", f"{tmp}/probe"], cwd=tmp, user=user,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+            try:
+                for line in proc.stdout:
+                    m = re.match(r"\s*fdatasync\s+([\d.]+) ops/sec", line)
+                    if m:
+                        rate = float(m.group(1))
+                        break
+            finally:
+                proc.kill()
         return rate

@@ -30,8 +30,9 @@ import polars as pl
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
-# The code whose change makes earlier numbers stale; charts, report and CLI are not.
-MEASURING_CODE = ("provision", "queues", "studies", "measure.py", "results.py", "sql.py")
+# Shared code whose change makes every earlier number stale (charts, report and CLI
+# do not); each cell adds its own study and queue modules, see code_version().
+MEASURING_CODE = ("provision", "queues/base.py", "measure.py", "results.py", "sql.py")
 REPORTED_PACKAGES = ("asyncpg", "polars", "numpy", "altair", "vl-convert-python", "papermill", "testcontainers")
 
 # name: (dtype, meaning). The order is the column order on disk.
@@ -103,15 +104,22 @@ def write_json(obj: Any, path: Path) -> None:
 
 # --- fingerprints ---------------------------------------------------------------
 
-def code_version() -> str:
-    """Content hash of the measuring code (see MEASURING_CODE)."""
-    h = hashlib.sha256()
+def code_version(*modules: str | Path) -> str:
+    """Content hash of MEASURING_CODE plus `modules` (a .py file and its .sql sibling).
+
+    A cell passes its study's and its queue's module, so adding or changing one
+    queue does not make the numbers of the others stale.
+    """
+    files: list[Path] = []
     for entry in MEASURING_CODE:
         root = PACKAGE_DIR / entry
-        files = sorted(p for p in root.rglob("*") if p.suffix in {".py", ".sql"}) if root.is_dir() else [root]
-        for f in files:
-            h.update(str(f.relative_to(PACKAGE_DIR)).encode())
-            h.update(f.read_bytes())
+        files += sorted(p for p in root.rglob("*") if p.suffix in {".py", ".sql"}) if root.is_dir() else [root]
+    for module in modules:
+        files += [f for f in (Path(module).with_suffix(".py"), Path(module).with_suffix(".sql")) if f.exists()]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.resolve().relative_to(PACKAGE_DIR)).encode())
+        h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from benchlib.provision import PgServer, postgres
+from benchlib.provision import PgServer
+from benchlib.provision.postgres import postgres
 
 
 @pytest.fixture(scope="session")
@@ -30,5 +31,39 @@ async def pg_db(pg_server: PgServer) -> AsyncIterator[PgServer]:
     admin = await pg_server.connect()
     try:
         await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def target_for(request, pg_server):
+    """target_for(queue_name) -> a fresh real target of the queue's backend."""
+    from contextlib import AsyncExitStack
+
+    from benchlib.provision import sqlite
+    from benchlib.queues import QUEUES
+
+    stack = AsyncExitStack()
+    dbs = []
+
+    async def make(queue_name: str):
+        backend = QUEUES[queue_name].backend
+        if backend == "sqlite":
+            return await stack.enter_async_context(sqlite())
+        name = f"t_{uuid.uuid4().hex[:10]}"
+        admin = await pg_server.connect()
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        finally:
+            await admin.close()
+        dbs.append(name)
+        return pg_server.database(name)
+
+    yield make
+    await stack.aclose()
+    admin = await pg_server.connect()
+    try:
+        for name in dbs:
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     finally:
         await admin.close()

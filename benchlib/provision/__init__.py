@@ -12,7 +12,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from benchlib.errors import BenchError
-from benchlib.provision.postgres import PgServer, postgres, redact
+from benchlib.provision import postgres as _pg  # the module; its postgres() is _pg.postgres
+from benchlib.provision.postgres import PgServer, redact
 from benchlib.provision.sqlite import SqliteConn, SqliteTarget, sqlite
 
 BACKENDS = ("postgres", "sqlite")
@@ -24,7 +25,7 @@ Target = PgServer | SqliteTarget
 async def open_backend(backend: str, *, settings: Mapping[str, Any] | None = None,
                        dsn: str | None = None) -> AsyncIterator[Target]:
     if backend == "postgres":
-        async with postgres(settings=settings, dsn=dsn) as server:
+        async with _pg.postgres(settings=settings, dsn=dsn) as server:
             yield server
     elif backend == "sqlite":
         async with sqlite(pragmas=settings) as target:
@@ -33,4 +34,4 @@ async def open_backend(backend: str, *, settings: Mapping[str, Any] | None = Non
         raise BenchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "PgServer", "SqliteConn", "SqliteTarget", "Target", "open_backend", "postgres", "redact", "sqlite"]
+__all__ = ["BACKENDS", "PgServer", "SqliteConn", "SqliteTarget", "Target", "open_backend", "redact", "sqlite"]

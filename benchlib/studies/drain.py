@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -74,11 +75,20 @@ class Params:
 
 @dataclass
 class _Shared:
-    """Client-side progress of one sample (METHOD rule 3: no counter row in the database)."""
+    """Client-side progress of one sample (METHOD rule 3: no counter row in the database).
+
+    Consumers stop once every enqueued id has been delivered at least once. Counting
+    distinct ids (not deliveries) keeps a duplicating queue from ending the drain
+    early and disguising its duplicates as losses.
+    """
 
     total: int
-    claimed: int = 0
+    delivered: set[int] = field(default_factory=set)
     last_progress_ns: int = 0
+
+    @property
+    def done(self) -> bool:
+        return len(self.delivered) >= self.total
 
 
 @dataclass
@@ -94,22 +104,22 @@ async def _consume(queue: queues.PullQueue, conn: Any, batch: int, barrier: asyn
                    shared: _Shared, idle_ns: int) -> _Consumed:
     out = _Consumed()
     await barrier.wait()
-    while shared.claimed < shared.total:
+    while not shared.done:
         t0 = now_ns()
         jobs = await queue.dequeue(conn, batch)
         t1 = now_ns()
         out.dequeue.add(t1 - t0)
         if not jobs:
-            if shared.claimed >= shared.total:
+            if shared.done:
                 break  # the others took the rest while we asked
             out.empty_polls += 1
             if t1 - shared.last_progress_ns > idle_ns:
                 break  # nobody progresses: whatever is left is reported as lost
             await asyncio.sleep(EMPTY_POLL_PAUSE_S)
             continue
-        shared.claimed += len(jobs)
-        shared.last_progress_ns = t1
         ids = [job[0] for job in jobs]
+        shared.delivered.update(ids)
+        shared.last_progress_ns = t1
         t2 = now_ns()
         await queue.ack(conn, ids)
         out.last_ack_ns = now_ns()
@@ -193,7 +203,8 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
     queue = queues.get(params.queue, params.backend)
     store = Store(data_dir, STUDY) if data_dir else None
     run_id, started = new_run_id(), utc_now()
-    code, host = code_version(), machine()
+    code = code_version(__file__, sys.modules[type(queue).__module__].__file__)
+    host = machine()
     frames: list[pl.DataFrame] = []
     reused = 0
     async with open_backend(params.backend, settings=params.settings, dsn=dsn) as target:

@@ -1,0 +1,85 @@
+"""The drain study end to end: publishing, resume, and accounting that can fail."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from benchlib import queues
+from benchlib.queues.skip_locked import SkipLocked
+from benchlib.results import DRAIN_SCHEMA
+from benchlib.studies import drain
+
+pytestmark = pytest.mark.integration
+
+
+async def test_run_publishes_and_resumes(tmp_path):
+    params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1)
+    first = await drain.run(params, data_dir=tmp_path, progress=False)
+    assert first.columns == list(DRAIN_SCHEMA)
+    assert first.height == 2 * 4 and first["warmup"].sum() == 2
+    assert (first["lost"] == 0).all() and (first["duplicates"] == 0).all() and first["error"].is_null().all()
+    published = pl.read_parquet(tmp_path / "drain" / "sqlite__sqlite.parquet")
+    assert published.equals(first)
+    manifest = json.loads((tmp_path / "drain" / "sqlite__sqlite.manifest.json").read_text())
+    assert manifest["cells_reused"] == 0 and len(manifest["cells"]) == 2
+    assert {"cpu_model", "cores", "ram_gib", "kernel"} <= set(manifest["machine"])
+    assert manifest["server"]["version"].startswith("SQLite")
+
+    again = await drain.run(params, data_dir=tmp_path, progress=False)  # same code, same machine: reused
+    assert again.equals(first)
+    assert json.loads((tmp_path / "drain" / "sqlite__sqlite.manifest.json").read_text())["cells_reused"] == 2
+
+    forced = await drain.run(params, data_dir=tmp_path, force=True, progress=False)
+    assert set(forced["run_id"]) != set(first["run_id"])
+
+
+async def test_without_data_dir_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=20, samples=1),
+                    progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+class _Drops(SkipLocked):
+    """A broken queue: claims every 50th job but never hands it out."""
+
+    async def dequeue(self, conn, n):
+        return [j for j in await super().dequeue(conn, n) if j[0] % 50]
+
+
+class _Repeats(SkipLocked):
+    """A broken queue: hands the first job of every batch out twice."""
+
+    async def dequeue(self, conn, n):
+        jobs = await super().dequeue(conn, n)
+        return [*jobs, jobs[0]] if jobs else jobs
+
+
+async def test_accounting_catches_lost_jobs(pg_db):
+    result = await drain.drain_once(pg_db, _Drops(), consumers=2, batch=5, prefill=200, idle_timeout_s=0.5)
+    assert result["lost"] == 4  # ids 50, 100, 150, 200
+    assert result["duplicates"] == 0
+    assert result["empty_polls"] > 0  # they kept asking until the idle timeout
+
+
+async def test_accounting_catches_duplicates(pg_db):
+    result = await drain.drain_once(pg_db, _Repeats(), consumers=2, batch=5, prefill=200, idle_timeout_s=0.5)
+    assert result["lost"] == 0
+    assert result["duplicates"] == result["ack_ops"] > 0  # one repeat per non-empty batch
+
+
+async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
+    # trust auth accepts any password, so the DSN works and carries a secret
+    dsn = pg_server.dsn.replace("postgres@", "postgres:hunter2secret@")
+    await drain.run(drain.Params(consumers=[1], batch_sizes=[10], prefill=50, samples=1, warmup=0),
+                    dsn=dsn, data_dir=tmp_path, progress=False)
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"hunter2secret" not in written
+    assert b"postgres@" in written  # the redacted DSN is there
+
+
+def test_queue_registry_is_the_only_lookup():
+    assert queues.default_for("postgres") == "skip_locked"
+    assert queues.default_for("sqlite") == "sqlite"

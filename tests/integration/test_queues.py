@@ -1,0 +1,46 @@
+"""Every registered pull queue, on its real backend: the lifecycle and exactly-once
+delivery under concurrency (8 consumers, each with its own connection)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from benchlib import queues
+from benchlib.studies.drain import drain_once
+
+pytestmark = pytest.mark.integration
+PULL_QUEUES = [n for n, q in queues.QUEUES.items() if q.kind == "pull"]
+
+
+@pytest.mark.parametrize("name", PULL_QUEUES)
+async def test_lifecycle(name, target_for):
+    target = await target_for(name)
+    queue = queues.get(name)
+    conn = await target.connect()
+    try:
+        await queue.install(conn)
+        ids = await queue.enqueue_many(conn, ['{"n": %d}' % i for i in range(25)])
+        assert len(set(ids)) == 25
+        await queue.settle(conn)
+        first = await queue.dequeue(conn, 10)
+        assert len(first) == 10 and {j[0] for j in first} <= set(ids)
+        await queue.ack(conn, [j[0] for j in first])
+        rest = await queue.dequeue(conn, 100)
+        assert {j[0] for j in rest} == set(ids) - {j[0] for j in first}
+        assert list(await queue.dequeue(conn, 5)) == []  # claimed jobs are not handed out again
+        await queue.install(conn)  # fresh state: nothing left from before
+        assert list(await queue.dequeue(conn, 5)) == []
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+@pytest.mark.parametrize("name", PULL_QUEUES)
+async def test_eight_consumers_nothing_lost_nothing_twice(name, batch, target_for):
+    target = await target_for(name)
+    result = await asyncio.wait_for(drain_once(target, queues.get(name), consumers=8, batch=batch, prefill=1500), 120)
+    assert result["enqueued"] == 1500
+    assert result["lost"] == 0 and result["duplicates"] == 0
+    assert result["processed"] == 1500
+    assert result["throughput_jobs_s"] > 0

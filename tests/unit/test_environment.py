@@ -1,0 +1,29 @@
+"""pyproject.toml, requirements.lock and environment.yml must name the same packages."""
+from __future__ import annotations
+
+import re
+import tomllib
+
+import yaml
+
+from benchlib.results import REPO_ROOT
+
+CONDA_ONLY = {"python", "postgresql", "pip"}
+
+
+def _name(spec: str) -> str:
+    return re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    conda = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())["dependencies"]
+    conda_names = {_name(d) for d in conda if isinstance(d, str)} - CONDA_ONLY
+    assert conda_names == {_name(d) for d in project}
+
+
+def test_lock_pins_every_dependency():
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = {_name(line) for line in (REPO_ROOT / "requirements.lock").read_text().splitlines()
+              if "==" in line and not line.lstrip().startswith("#")}
+    assert {_name(d) for d in project} <= pinned

@@ -1,0 +1,39 @@
+"""Bad input fails with one line that names the parameter, before any work."""
+from __future__ import annotations
+
+import pytest
+
+from benchlib.errors import BenchError
+from benchlib.studies.drain import Params
+
+
+def test_defaults_are_the_method_sweep():
+    p = Params()
+    assert (p.consumers, p.batch_sizes, p.prefill, p.queue) == ((1, 2, 4), (1, 10, 50), 50_000, "skip_locked")
+    assert len(p.cells()) == 9
+
+
+def test_lists_and_strings_normalise_to_tuples():
+    assert Params(consumers="1, 2,4", batch_sizes=[1, 10]).consumers == (1, 2, 4)
+    assert Params(backend="sqlite").queue == "sqlite"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"backend": "mysql"}, "unknown backend 'mysql'"),
+    ({"queue": "nope"}, "unknown queue 'nope'"),
+    ({"backend": "sqlite", "queue": "skip_locked"}, "runs on postgres, not sqlite"),
+    ({"consumers": [0, 1]}, "consumers must be >= 1"),
+    ({"batch_sizes": "1,x"}, "batch_sizes must be a whole number"),
+    ({"batch_sizes": [10, 10]}, "lists a value twice"),
+    ({"consumers": []}, "consumers needs at least one value"),
+    ({"prefill": 0}, "prefill must be >= 1"),
+    ({"samples": 0}, "samples must be >= 1"),
+    ({"samples": True}, "samples must be a whole number"),
+    ({"warmup": -1}, "warmup must be >= 0"),
+    ({"idle_timeout_s": 0}, "idle_timeout_s must be > 0"),
+])
+def test_bad_input_is_one_line(kwargs, message):
+    with pytest.raises(BenchError) as err:
+        Params(**kwargs)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)

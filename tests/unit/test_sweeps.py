@@ -1,0 +1,39 @@
+"""Profiles are data; their rules are checked in one place (benchlib.sweeps)."""
+from __future__ import annotations
+
+import pytest
+
+from benchlib import notebooks, sweeps
+from benchlib.errors import BenchError
+
+
+@pytest.mark.parametrize("profile", sweeps.PROFILES)
+def test_every_profile_is_valid_and_matches_the_notebook(profile, tmp_path):
+    jobs = notebooks.plan("drain", profile, data_dir=tmp_path)
+    assert {p["backend"] for _, p in jobs} == {"postgres", "sqlite"}
+    assert all(out.suffix == ".ipynb" and "build" in out.parts for out, _ in jobs)
+
+
+def test_standard_profile_is_the_method_sweep():
+    runs = sweeps.load("drain", "standard")
+    assert all(r["consumers"] == [1, 2, 4] and r["batch_sizes"] == [1, 10, 50] for r in runs)
+    assert all(r["samples"] >= 3 and r["warmup"] == 1 and r["prefill"] == 50_000 for r in runs)
+
+
+def test_unknown_profile_and_study_are_one_line_errors():
+    with pytest.raises(BenchError, match="unknown profile 'huge'"):
+        sweeps.load("drain", "huge")
+    with pytest.raises(BenchError, match="unknown study 'nope'"):
+        sweeps.load("nope", "smoke")
+
+
+def test_a_parameter_the_notebook_does_not_declare_is_an_error():
+    with pytest.raises(BenchError, match="declares no parameter 'batchsize'"):
+        notebooks.check_names(notebooks.notebook_for("drain"), {"backend": "sqlite", "batchsize": 5})
+
+
+def test_profile_typos_are_caught(tmp_path, monkeypatch):
+    (tmp_path / "drain.yaml").write_text("smoke:\n  common: {consumer: [1]}\n  runs: [{backend: sqlite}]\n")
+    monkeypatch.setattr(sweeps, "PROFILE_DIR", tmp_path)
+    with pytest.raises(BenchError, match="unknown parameter 'consumer'"):
+        sweeps.load("drain", "smoke")

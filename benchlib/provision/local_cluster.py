@@ -96,6 +96,25 @@ def _server_user() -> str | None:
     return "postgres"
 
 
+OWNER_FILE = "benchlib.owner"  # the pid of the Python process that made the dir
+
+
+def sweep_stale() -> None:
+    """Remove data dirs left by runs that were SIGKILLed (their server died with them).
+
+    A dir is stale when the process that created it is gone; its server cannot be
+    running, because the parent-death signal stopped it.
+    """
+    for root in Path(tempfile.gettempdir()).glob("benchlib-pg-*"):
+        try:
+            os.kill(int((root / OWNER_FILE).read_text()), 0)
+            continue  # its owner lives: another run's cluster
+        except ProcessLookupError:
+            shutil.rmtree(root, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner file yet, or not readable)
+
+
 @dataclass(eq=False)
 class LocalCluster:
     """One initdb'd data directory and the postgres process serving it."""
@@ -122,9 +141,11 @@ class LocalCluster:
 
     def start(self, timeout: float = 60.0) -> None:
         user = _server_user()
+        sweep_stale()
         self.root = Path(tempfile.mkdtemp(prefix="benchlib-pg-"))
         _LIVE.add(self)
         try:
+            (self.root / OWNER_FILE).write_text(str(os.getpid()))
             if user:
                 pw = pwd.getpwnam(user)
                 os.chown(self.root, pw.pw_uid, pw.pw_gid)

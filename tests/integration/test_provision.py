@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.errors import BenchError
+from benchlib.provision.local_cluster import sweep_stale
 from benchlib.provision.postgres import check_reachable, postgres
 
 pytestmark = pytest.mark.integration
@@ -77,6 +78,9 @@ def test_server_dies_with_a_sigkilled_parent():
         proc.kill()  # no finally, no atexit: only the parent-death signal can stop it
         proc.wait()
         assert _wait_gone(pid), "postgres outlived its SIGKILLed parent"
+        assert Path(socket_dir).exists()  # nobody could clean up...
+        sweep_stale()
+        assert not Path(socket_dir).exists()  # ...until the next start sweeps it
     finally:
         proc.stdout.close()
         subprocess.run(["rm", "-rf", socket_dir])

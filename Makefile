@@ -22,7 +22,7 @@ setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $@
 
 report: setup ## run every study for PROFILE (papermill), then render figures/ and report.md

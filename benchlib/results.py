@@ -45,7 +45,7 @@ DRAIN_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
     "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
     "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
     "elapsed_s": (pl.Float64, "all consumers ready -> last ack"),
-    "throughput_jobs_s": (pl.Float64, "prefill / elapsed_s"),
+    "throughput_jobs_s": (pl.Float64, "distinct jobs processed / elapsed_s"),
     "dequeue_p50_ms": (pl.Float64, "exact percentile over every dequeue of the sample"),
     "dequeue_p95_ms": (pl.Float64, ""),
     "dequeue_p99_ms": (pl.Float64, ""),
@@ -153,7 +153,7 @@ def git_info() -> dict[str, Any]:
 
     try:
         # data/, figures/ and report.md are outputs: their changes do not make the code dirty
-        dirty = git("status", "--porcelain", "--", ".", ":!data", ":!figures", ":!report.md")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data", ":!figures", ":!report.md")
         return {"sha": git("rev-parse", "HEAD"), "dirty": bool(dirty)}
     except (OSError, subprocess.CalledProcessError):
         return {"sha": None, "dirty": None}

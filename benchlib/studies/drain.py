@@ -225,7 +225,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                     continue
                 rows = []
                 for sample in range(per_cell):
-                    pbar.set_postfix_str(f"consumers={consumers} batch={batch} sample={sample}")
+                    pbar.set_postfix_str(f"consumers={consumers} batch={batch} sample={sample}", refresh=False)
                     row = {"backend": params.backend, "queue": params.queue, "consumers": consumers,
                            "batch_size": batch, "prefill": params.prefill, "sample": sample,
                            "warmup": sample < params.warmup, "server_kind": server["kind"], "cell_key": key,

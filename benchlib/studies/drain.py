@@ -151,7 +151,7 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
     """One sample: fresh tables, prefill, timed drain, accounting. Returns the metrics."""
     enqueued = await _prefill(target, queue, prefill)
     conns = await asyncio.gather(*(target.connect() for _ in range(consumers)))
-    shared = _Shared(total=len(enqueued))
+    shared = _Shared(total=len(set(enqueued)))
     barrier = asyncio.Barrier(consumers + 1)
     try:
         async with asyncio.TaskGroup() as group:

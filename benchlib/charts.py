@@ -82,3 +82,57 @@ def save(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
     chart.save(paths[0])
     chart.save(paths[1], scale_factor=2)
     return paths
+
+
+# --- xmin horizon -----------------------------------------------------------------------
+
+def _with_held_window(samples: pl.DataFrame) -> pl.DataFrame:
+    """Add the held phase's start and end to every row, so a layer can shade it."""
+    held = (samples.filter(pl.col("phase") == "held")
+            .group_by("design", "holder")
+            .agg((pl.col("t_s") - pl.col("window_s")).min().alias("held_start"), pl.col("t_s").max().alias("held_end")))
+    return samples.join(held, on=["design", "holder"], how="left")
+
+
+def _shaded(data: pl.DataFrame, line: alt.Chart, column: str) -> alt.FacetChart:
+    shade = alt.Chart().mark_rect(opacity=0.12, color="gray").encode(
+        x="min(held_start):Q", x2="max(held_end):Q")
+    return alt.layer(shade, line).properties(width=WIDTH, height=HEIGHT).facet(
+        column=alt.Column(f"{column}:N", title=None), data=data)
+
+
+def xmin_over_time(samples: pl.DataFrame, metric: str, title: str) -> alt.FacetChart:
+    """`metric` over time, one line per holder, one panel per design; held phase shaded."""
+    data = _with_held_window(samples.select("design", "holder", "phase", "t_s", "window_s", metric))
+    line = alt.Chart().mark_line(point=alt.OverlayMarkDef(size=12)).encode(
+        x=alt.X("t_s:Q", title="seconds since the workload started"),
+        y=alt.Y(f"{metric}:Q", title=title),
+        color=alt.Color("holder:N", title="holder"),
+        tooltip=["design", "holder", "phase", alt.Tooltip("t_s:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=",.2f")],
+    )
+    return _shaded(data, line, "design").properties(title=f"{title} (held phase shaded)")
+
+
+def xmin_rotation_children(samples: pl.DataFrame) -> alt.FacetChart:
+    """Rows in each child of the rotation design over time, one panel per holder."""
+    rot = samples.filter(pl.col("rows_per_child").is_not_null())
+    data = _with_held_window(rot.select("design", "holder", "phase", "t_s", "window_s", "rows_per_child")
+                             .with_columns(pl.col("rows_per_child").list.eval(pl.int_range(pl.len())).alias("child"))
+                             .explode("rows_per_child", "child").rename({"rows_per_child": "rows"}))
+    line = alt.Chart().mark_line(interpolate="step-after").encode(
+        x=alt.X("t_s:Q", title="seconds since the workload started"),
+        y=alt.Y("rows:Q", title="rows in the child table"),
+        color=alt.Color("child:N", title="child"),
+        tooltip=["holder", "phase", "child", alt.Tooltip("t_s:Q", format=".0f"), "rows"],
+    )
+    return _shaded(data, line, "holder").properties(
+        title="rotation: rows per child (level = children truncated and refilled in turn; a climbing child = rotation stuck)")
+
+
+XMIN_CHARTS = {
+    "dead_tuples": lambda s: xmin_over_time(s, "n_dead_tup", "dead tuples in the data tables"),
+    "table_size": lambda s: xmin_over_time(s, "data_bytes", "size of the data tables (bytes)"),
+    "dequeue_rate": lambda s: xmin_over_time(s, "dequeue_rate", "dequeue rate (jobs/s)"),
+    "bystander_p95": lambda s: xmin_over_time(s, "bystander_p95_ms", "bystander p95 latency (ms)"),
+    "rotation_children": xmin_rotation_children,
+}

@@ -61,3 +61,15 @@ def one_of(name: str, value: Any, options: Iterable[str]) -> str:
     if value not in options:
         raise BenchError(f"unknown {name} {value!r}: choose one of {', '.join(options)}")
     return value
+
+
+def names(name: str, values: Any, options: Iterable[str]) -> tuple[str, ...]:
+    """A list of names, each one of `options`: "a,b" or ["a", "b"] -> ("a", "b")."""
+    if isinstance(values, str):
+        values = [v for v in values.replace(" ", "").split(",") if v]
+    out = tuple(one_of(name.rstrip("s"), v, options) for v in values)
+    if not out:
+        raise BenchError(f"{name} needs at least one value")
+    if len(set(out)) != len(out):
+        raise BenchError(f"{name} lists a value twice: {','.join(out)}")
+    return out

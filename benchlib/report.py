@@ -14,7 +14,7 @@ import polars as pl
 
 from benchlib import charts
 from benchlib.results import REPO_ROOT, load_study
-from benchlib.studies import drain
+from benchlib.studies import drain, xmin_horizon
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # Non-default settings that only describe this throwaway instance (paths, port) or
@@ -99,6 +99,102 @@ def drain_findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str
     return out
 
 
+def _mb(value: int | None) -> str:
+    return "–" if value is None else f"{value / 2**20:,.2f}"
+
+
+def xmin_table(phases: pl.DataFrame) -> pl.DataFrame:
+    """The human-readable per (design, holder, phase) table."""
+    rows = []
+    for r in phases.sort("design", "holder", "phase").iter_rows(named=True):
+        rows.append({
+            "design": r["design"], "holder": r["holder"], "phase": r["phase"],
+            "enqueue/s (target)": f"{_fmt(r['enqueue_rate'])} ({_fmt(r['target_rate'])})",
+            "dequeue/s": _fmt(r["dequeue_rate"]),
+            "peak dead tuples": _fmt(r["peak_n_dead_tup"]),
+            "end size MB": _mb(r["end_data_bytes"]),
+            "growth MB": _mb(r["data_bytes_growth"]),
+            "autovacuums": _fmt(r["autovacuums"]),
+            "bystander p50/p95/p99 ms": " / ".join(_fmt(r[f"bystander_p{q}_ms"], 2) for q in (50, 95, 99)),
+            "rotations (longest gap s)": "–" if r["rotations"] is None else
+                                         f"{r['rotations']} ({_fmt(r['rotation_stall_s'], 1)})",
+            "max xmin age (xids)": _fmt(r["max_xmin_age_xids"]),
+            "lost": r["lost"], "dup": r["duplicates"],
+            "error": r["error"] or "",
+        })
+    return pl.DataFrame(rows)
+
+
+def _change(before: float | None, after: float | None, unit: str = "", digits: int = 0) -> str:
+    if before is None or after is None:
+        return "not measured"
+    ratio = f", x{after / before:.2f}" if before else ""
+    return f"{_fmt(before, digits)} → {_fmt(after, digits)}{unit}{ratio}"
+
+
+def rotation_stalled(baseline: dict[str, Any], held: dict[str, Any]) -> bool:
+    """Stalled: the held phase went more than twice the baseline's longest gap without a switch."""
+    b, h = baseline.get("rotation_stall_s"), held.get("rotation_stall_s")
+    return b is not None and h is not None and h > 2 * b
+
+
+def xmin_findings(phases: pl.DataFrame) -> list[str]:
+    """Per design and holder: how dead tuples, size, dequeue rate and bystander p95 moved."""
+    out = []
+    ok = phases.filter(pl.col("error").is_null())
+    for (design, holder), cell in ok.sort("design", "holder").group_by(["design", "holder"], maintain_order=True):
+        by = {r["phase"]: r for r in cell.iter_rows(named=True)}
+        if not {"baseline", "held"} <= set(by):
+            continue
+        b, h = by["baseline"], by["held"]
+        text = (f"**{design} / {holder}**: peak dead tuples {_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'])}; "
+                f"size growth during the phase {_mb(b['data_bytes_growth'])} → {_mb(h['data_bytes_growth'])} MB; "
+                f"dequeue {_change(b['dequeue_rate'], h['dequeue_rate'], ' jobs/s')}; "
+                f"bystander p95 {_change(b['bystander_p95_ms'], h['bystander_p95_ms'], ' ms', 2)}")
+        if h["rotations"] is not None:
+            text += (f"; rotations {b['rotations']} → {h['rotations']}, longest stretch without one "
+                     f"{_fmt(b['rotation_stall_s'], 1)} → {_fmt(h['rotation_stall_s'], 1)} s, biggest child "
+                     f"{_fmt(b['max_child_rows'])} → {_fmt(h['max_child_rows'])} rows"
+                     + (" — **rotation stalled under this holder**" if rotation_stalled(b, h) else ""))
+        out.append(text + ".")
+    return out
+
+
+def _xmin_context(data_dir: Path, figures_dir: Path, out_dir: Path) -> dict[str, Any]:
+    samples, manifests = load_study(data_dir, xmin_horizon.STUDY, "samples")
+    phases, _ = load_study(data_dir, xmin_horizon.STUDY, "phases")
+    if samples is None or phases is None:
+        return {"available": False}
+    figures = []
+    ok_samples = samples.filter(pl.col("design").is_not_null())
+    for name, make in charts.XMIN_CHARTS.items():
+        if name == "rotation_children" and ok_samples["rows_per_child"].is_null().all():
+            continue
+        svg, _png = charts.save(make(ok_samples), figures_dir / xmin_horizon.STUDY / name)
+        figures.append({"name": name.replace("_", " "), "path": Path(svg).resolve().relative_to(out_dir.resolve())})
+    cells = phases.unique("cell_key")
+    by_cell = {(r["design"], r["holder"], r["phase"]): r for r in phases.iter_rows(named=True)}
+    stuck = [h for (d, h, ph), r in by_cell.items()
+             if ph == "held" and (d, h, "baseline") in by_cell and rotation_stalled(by_cell[(d, h, "baseline")], r)]
+    return {
+        "available": True,
+        "figures": figures,
+        "table": markdown(xmin_table(phases)),
+        "findings": xmin_findings(phases),
+        "cells": cells.height,
+        "lost": int(cells["lost"].fill_null(0).sum()),
+        "duplicates": int(cells["duplicates"].fill_null(0).sum()),
+        "failed": cells.filter(pl.col("error").is_not_null()).select("design", "holder", "error").rows(named=True),
+        "rotation_cells": phases.filter(pl.col("rotations").is_not_null()).select("holder", "phase", "rotations")
+                                .rows(named=True),
+        "stuck_holders": sorted(set(stuck)),
+        "free_holders": sorted({h for (d, h, ph), r in by_cell.items() if ph == "held" and r["rotations"] is not None}
+                               - set(stuck)),
+        "manifests": manifests,
+        "params": manifests[0]["params"] if manifests else {},
+    }
+
+
 def _drain_context(data_dir: Path, figures_dir: Path, out_dir: Path) -> dict[str, Any]:
     df, manifests = load_study(data_dir, drain.STUDY)
     if df is None:
@@ -133,10 +229,12 @@ def build(data_dir: Path = REPO_ROOT / "data", figures_dir: Path = REPO_ROOT / "
           out: Path = REPO_ROOT / "report.md") -> Path:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    drain_ctx = _drain_context(Path(data_dir), Path(figures_dir), Path(out).parent)
-    manifests = drain_ctx.get("manifests", [])
     env.filters["shown"] = lambda settings: {k: v for k, v in settings.items() if k not in EPHEMERAL_SETTINGS}
-    text = env.get_template("report.md.j2").render(drain=drain_ctx, first=manifests[0] if manifests else None)
+    drain_ctx = _drain_context(Path(data_dir), Path(figures_dir), Path(out).parent)
+    xmin_ctx = _xmin_context(Path(data_dir), Path(figures_dir), Path(out).parent)
+    manifests = drain_ctx.get("manifests", []) + xmin_ctx.get("manifests", [])
+    text = env.get_template("report.md.j2").render(drain=drain_ctx, xmin=xmin_ctx,
+                                                   first=manifests[0] if manifests else None)
     tmp = Path(out).with_name(f".{Path(out).name}.tmp")
     tmp.write_text(text)
     tmp.replace(out)

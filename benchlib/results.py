@@ -69,6 +69,74 @@ DRAIN_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
 }
 
 
+XMIN_SAMPLES_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
+    "design": (pl.String, "queue design"),
+    "holder": (pl.String, "what holds the horizon back in the held phase"),
+    "phase": (pl.String, "baseline | held | drain (after producers stop)"),
+    "t_s": (pl.Float64, "end of the window, seconds since the workload started"),
+    "window_s": (pl.Float64, "length of the window"),
+    "enqueued": (pl.Int64, "jobs produced in the window (client-side count)"),
+    "dequeued": (pl.Int64, "jobs consumed in the window (client-side count)"),
+    "enqueue_rate": (pl.Float64, "enqueued / window_s"),
+    "dequeue_rate": (pl.Float64, "dequeued / window_s"),
+    "backlog": (pl.Int64, "produced - consumed so far"),
+    "n_live_tup": (pl.Int64, "data tables (jobs / event children), pg_stat_user_tables"),
+    "n_dead_tup": (pl.Int64, "data tables"),
+    "autovacuum_count": (pl.Int64, "data tables, cumulative"),
+    "data_bytes": (pl.Int64, "pg_total_relation_size summed over the data tables"),
+    "control_live_tup": (pl.Int64, "control tables (rotation's ticks, groups, batches...)"),
+    "control_dead_tup": (pl.Int64, ""),
+    "control_bytes": (pl.Int64, ""),
+    "xmin_age_xids": (pl.Int64, "oldest backend xmin or slot xmin, in transactions"),
+    "xmin_age_s": (pl.Float64, "age of the oldest transaction holding an xmin or xid"),
+    "catalog_xmin_age_xids": (pl.Int64, "oldest slot catalog_xmin (catalogs only)"),
+    "slot_retained_wal_bytes": (pl.Int64, "WAL a replication slot keeps"),
+    "bystander_ops": (pl.Int64, "bystander lookups in the window"),
+    "bystander_p50_ms": (pl.Float64, "exact over the window's lookups"),
+    "bystander_p95_ms": (pl.Float64, ""),
+    "bystander_p99_ms": (pl.Float64, ""),
+    "current_child": (pl.Int64, "rotation: the child taking inserts"),
+    "rows_per_child": (pl.List(pl.Int64), "rotation: exact rows in each child"),
+    "rotations": (pl.Int64, "rotation: truncating switches so far"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+XMIN_PHASES_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
+    "design": (pl.String, ""),
+    "holder": (pl.String, ""),
+    "phase": (pl.String, "baseline | held"),
+    "duration_s": (pl.Float64, "sampled seconds in the phase"),
+    "target_rate": (pl.Float64, "enqueues/s asked for"),
+    "enqueue_rate": (pl.Float64, "enqueues/s achieved"),
+    "dequeue_rate": (pl.Float64, "jobs/s consumed"),
+    "peak_n_dead_tup": (pl.Int64, "data tables"),
+    "end_n_dead_tup": (pl.Int64, "data tables, last sample of the phase"),
+    "end_data_bytes": (pl.Int64, "data tables, last sample of the phase"),
+    "data_bytes_growth": (pl.Int64, "end - start of the phase"),
+    "peak_control_dead_tup": (pl.Int64, ""),
+    "end_control_bytes": (pl.Int64, ""),
+    "autovacuums": (pl.Int64, "autovacuum runs on data tables during the phase"),
+    "max_xmin_age_xids": (pl.Int64, ""),
+    "max_catalog_xmin_age_xids": (pl.Int64, ""),
+    "bystander_ops": (pl.Int64, ""),
+    "bystander_p50_ms": (pl.Float64, "exact over every lookup of the phase"),
+    "bystander_p95_ms": (pl.Float64, ""),
+    "bystander_p99_ms": (pl.Float64, ""),
+    "rotations": (pl.Int64, "rotation: truncating switches during the phase"),
+    "rotation_stall_s": (pl.Float64, "rotation: longest stretch of the phase without a switch"),
+    "max_child_rows": (pl.Int64, "rotation: most rows seen in one child during the phase"),
+    "produced": (pl.Int64, "whole cell: distinct job ids produced"),
+    "consumed": (pl.Int64, "whole cell: job ids consumed, with repeats"),
+    "lost": (pl.Int64, "whole cell: produced - distinct consumed"),
+    "duplicates": (pl.Int64, "whole cell: consumed - distinct consumed"),
+    "settings": (pl.String, "server settings of the cell (JSON), autovacuum included"),
+    "error": (pl.String, "why the cell failed (null when it did not)"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+
 def frame(rows: Iterable[Mapping[str, Any]], schema: Mapping[str, tuple[pl.DataType, str]]) -> pl.DataFrame:
     """Rows -> a DataFrame with exactly the schema's columns, in order."""
     return pl.DataFrame(list(rows), schema={k: t for k, (t, _) in schema.items()}, orient="row")
@@ -176,47 +244,52 @@ def cell_key(**parts: Any) -> str:
 # --- the store ----------------------------------------------------------------------
 
 class Store:
-    """One study's folder under data/: published results and the resume cache."""
+    """One study's folder under data/: published results and the resume cache.
+
+    A run publishes under a *stem* (drain: `<backend>__<queue>`); a study with more
+    than one tidy table names each (`<stem>.<table>.parquet`).
+    """
 
     def __init__(self, data_dir: str | Path, study: str):
         self.root = Path(data_dir) / study
         self.cells = self.root / ".cells"
 
-    def stem(self, backend: str, queue: str) -> str:
-        return f"{backend}__{queue}"
+    def published(self, stem: str, table: str = "") -> Path:
+        return self.root / (f"{stem}.{table}.parquet" if table else f"{stem}.parquet")
 
-    def published(self, backend: str, queue: str) -> Path:
-        return self.root / f"{self.stem(backend, queue)}.parquet"
+    def manifest_path(self, stem: str) -> Path:
+        return self.root / f"{stem}.manifest.json"
 
-    def manifest_path(self, backend: str, queue: str) -> Path:
-        return self.root / f"{self.stem(backend, queue)}.manifest.json"
+    def _cell_path(self, key: str, table: str) -> Path:
+        return self.cells / (f"{key}.{table}.parquet" if table else f"{key}.parquet")
 
-    def cached(self, key: str, backend: str, queue: str) -> pl.DataFrame | None:
+    def cached(self, key: str, stem: str, table: str = "") -> pl.DataFrame | None:
         """The rows of cell `key`, from the cache or the published file; else None."""
-        path = self.cells / f"{key}.parquet"
+        path = self._cell_path(key, table)
         if path.exists():
             return pl.read_parquet(path)
-        published = self.published(backend, queue)
+        published = self.published(stem, table)
         if published.exists():
             rows = pl.read_parquet(published).filter(pl.col("cell_key") == key)
             if rows.height:
                 return rows
         return None
 
-    def put_cell(self, key: str, df: pl.DataFrame) -> None:
-        write_parquet(df, self.cells / f"{key}.parquet")
+    def put_cell(self, key: str, df: pl.DataFrame, table: str = "") -> None:
+        write_parquet(df, self._cell_path(key, table))
 
-    def publish(self, backend: str, queue: str, df: pl.DataFrame, manifest: Mapping[str, Any]) -> Path:
-        """Replace the published rows and manifest of (backend, queue), each atomically."""
-        path = self.published(backend, queue)
-        write_parquet(df, path)
-        write_json(dict(manifest), self.manifest_path(backend, queue))
-        return path
+    def publish(self, stem: str, tables: Mapping[str, pl.DataFrame], manifest: Mapping[str, Any]) -> None:
+        """Replace the published tables and manifest of `stem`, each atomically."""
+        for table, df in tables.items():
+            write_parquet(df, self.published(stem, table))
+        write_json(dict(manifest), self.manifest_path(stem))
 
 
-def load_study(data_dir: str | Path, study: str) -> tuple[pl.DataFrame | None, list[dict]]:
-    """Every published row of a study and the manifests they came with."""
+def load_study(data_dir: str | Path, study: str, table: str = "") -> tuple[pl.DataFrame | None, list[dict]]:
+    """Every published row of a study's `table` and the manifests they came with."""
     root = Path(data_dir) / study
-    frames = [pl.read_parquet(p) for p in sorted(root.glob("*.parquet"))]
+    pattern = f"*.{table}.parquet" if table else "*.parquet"
+    paths = [p for p in sorted(root.glob(pattern)) if table or p.name.count(".") == 1]
+    frames = [pl.read_parquet(p) for p in paths]
     manifests = [json.loads(p.read_text()) for p in sorted(root.glob("*.manifest.json"))]
     return (pl.concat(frames, how="vertical_relaxed") if frames else None), manifests

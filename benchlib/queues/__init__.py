@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from benchlib.errors import BenchError
 from benchlib.queues.base import Job, PullQueue
+from benchlib.queues.rotation import Rotation
 from benchlib.queues.skip_locked import SkipLocked
+from benchlib.queues.skip_locked_delete import SkipLockedDelete
 from benchlib.queues.sqlite_queue import SqliteQueue
 
-QUEUES: dict[str, type[PullQueue]] = {q.name: q for q in (SkipLocked, SqliteQueue)}
+QUEUES: dict[str, type[PullQueue]] = {q.name: q for q in (SkipLocked, SqliteQueue, SkipLockedDelete, Rotation)}
 
 
 def default_for(backend: str) -> str:

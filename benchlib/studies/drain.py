@@ -207,6 +207,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
     host = machine()
     frames: list[pl.DataFrame] = []
     reused = 0
+    stem = f"{params.backend}__{params.queue}"
     async with open_backend(params.backend, settings=params.settings, dsn=dsn) as target:
         server = await target.describe()
         per_cell = params.warmup + params.samples
@@ -217,7 +218,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                                warmup=params.warmup, idle_timeout_s=params.idle_timeout_s, code=code,
                                machine={k: host.get(k) for k in ("cpu_model", "cores", "ram_gib")},
                                server={k: server[k] for k in ("kind", "major", "settings_requested")})
-                cached = None if (force or store is None) else store.cached(key, params.backend, params.queue)
+                cached = None if (force or store is None) else store.cached(key, stem)
                 if cached is not None:
                     frames.append(cached)
                     reused += 1
@@ -252,7 +253,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                 "machine": host | {"fsync_per_s": fsync_rate(bindirs[0] if bindirs else None)},
                 "server": server, "queue_summary": queues.QUEUES[params.queue].summary,
             }
-            store.publish(params.backend, params.queue, result, manifest)
+            store.publish(stem, {"": result}, manifest)
     return result
 
 

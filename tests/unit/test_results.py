@@ -43,14 +43,14 @@ def test_cell_cache_roundtrip_and_published_fallback(tmp_path):
     store = Store(tmp_path, "drain")
     key = cell_key(a=1, b=[1, 2])
     assert key == cell_key(b=[1, 2], a=1) != cell_key(a=2, b=[1, 2])
-    assert store.cached(key, "postgres", "skip_locked") is None
+    assert store.cached(key, "postgres__skip_locked") is None
     cell = frame([{"backend": "postgres", "queue": "skip_locked", "cell_key": key, "sample": 0}], DRAIN_SCHEMA)
     store.put_cell(key, cell)
-    assert store.cached(key, "postgres", "skip_locked").equals(cell)
+    assert store.cached(key, "postgres__skip_locked").equals(cell)
     (store.cells / f"{key}.parquet").unlink()
-    store.publish("postgres", "skip_locked", cell, {"run_id": "r1"})
-    assert store.cached(key, "postgres", "skip_locked").equals(cell)
-    assert json.loads(store.manifest_path("postgres", "skip_locked").read_text()) == {"run_id": "r1"}
+    store.publish("postgres__skip_locked", {"": cell}, {"run_id": "r1"})
+    assert store.cached(key, "postgres__skip_locked").equals(cell)
+    assert json.loads(store.manifest_path("postgres__skip_locked").read_text()) == {"run_id": "r1"}
 
 
 def test_code_version_is_stable_and_scoped_to_the_modules_given():

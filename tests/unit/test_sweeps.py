@@ -5,13 +5,22 @@ import pytest
 
 from benchlib import notebooks, sweeps
 from benchlib.errors import BenchError
+from benchlib.studies import STUDIES
 
 
+@pytest.mark.parametrize("study", list(STUDIES))
 @pytest.mark.parametrize("profile", sweeps.PROFILES)
-def test_every_profile_is_valid_and_matches_the_notebook(profile, tmp_path):
-    jobs = notebooks.plan("drain", profile, data_dir=tmp_path)
-    assert {p["backend"] for _, p in jobs} == {"postgres", "sqlite"}
-    assert all(out.suffix == ".ipynb" and "build" in out.parts for out, _ in jobs)
+def test_every_profile_is_valid_and_matches_the_notebook(study, profile, tmp_path):
+    jobs = notebooks.plan(study, profile, data_dir=tmp_path)
+    assert jobs and all(out.suffix == ".ipynb" and "build" in out.parts for out, _ in jobs)
+    if study == "drain":
+        assert {p["backend"] for _, p in jobs} == {"postgres", "sqlite"}
+
+
+def test_xmin_full_profile_is_the_seed_sized_cell():
+    (run,) = sweeps.load("xmin_horizon", "full")
+    assert (run["producers"], run["consumers"], run["bystanders"]) == (4, 4, 2)
+    assert (run["bystander_rows"], run["rate"], run["phase_s"]) == (1_000_000, 800, 180)
 
 
 def test_standard_profile_is_the_method_sweep():

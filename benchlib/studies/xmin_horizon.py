@@ -1,0 +1,580 @@
+"""The xmin-horizon study: queues while something holds VACUUM back.
+
+Why: a SKIP LOCKED queue rarely fails in the lab; in production it degrades
+silently while something keeps the xmin horizon back (a long REPEATABLE READ
+transaction, pg_dump, an idle transaction, a replication slot). Dead tuples from
+the INSERT -> UPDATE/DELETE lifecycle cannot be reclaimed, the table bloats, dequeue
+slows, and unrelated queries sharing the buffer cache slow with it. Append-only
+designs that TRUNCATE whole tables should avoid this. This study measures by how
+much, per design and holder (METHOD.md, "xmin_horizon").
+
+One cell = (design, holder), in a fresh database:
+1. install the design; the workload starts: P producers at a fixed total rate
+   (wall-clock credited), C consumers (each its own connection and identity; for
+   `rotation`, registered members of one group, with the harness ticking and
+   rotating), B bystanders doing primary-key lookups at a fixed rate on an
+   unrelated table of R rows (256-byte payloads) in a database of its own;
+2. `baseline` phase (no holder) for phase_s, then `held` for phase_s with the
+   holder started at the boundary; the holder is then ended server-side and
+   checked gone;
+3. producers stop, consumers drain what is left; every produced id must have been
+   consumed exactly once (lost, duplicates);
+4. a sampler records a tidy row every sample_interval_s (rates from client-side
+   counters, pg_stat_user_tables, relation sizes, horizon ages, bystander
+   percentiles of the window, rotation state).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import time
+from array import array
+from dataclasses import asdict, dataclass, field
+from itertools import count
+from typing import Any, NamedTuple
+
+import asyncpg
+import polars as pl
+
+from benchlib import params as check
+from benchlib import queues, sql
+from benchlib.errors import BenchError
+from benchlib.holders import HOLDERS
+from benchlib.measure import Latencies, now_ns
+from benchlib.progress import bar
+from benchlib.provision import PgServer, open_backend
+from benchlib.results import (XMIN_PHASES_SCHEMA, XMIN_SAMPLES_SCHEMA, Store, cell_key, code_version, frame,
+                              git_info, machine, new_run_id, package_versions, utc_now)
+
+STUDY = "xmin_horizon"
+SQL = sql.beside(__file__)
+DESIGNS = ("skip_locked_delete", "skip_locked", "rotation")
+PHASES = ("baseline", "held")
+GROUP = "xmin"  # the consumer group of the log design
+BYSTANDER_DB = "benchlib_bystander"
+POLL_S = 0.005  # a consumer's pause after finding nothing
+MAX_ENQUEUE_BATCH = 100  # a producer that fell behind catches up in inserts of at most this many
+# METHOD.md's aggressive autovacuum; a parameter, recorded per cell.
+DEFAULT_AUTOVACUUM = {
+    "autovacuum_naptime": "10s",
+    "autovacuum_vacuum_scale_factor": "0.005",
+    "autovacuum_vacuum_threshold": "50",
+    "autovacuum_vacuum_cost_limit": "10000",
+    "autovacuum_vacuum_cost_delay": "2ms",
+}
+# The logical_slot holder needs logical decoding on the server we start.
+SERVER_SETTINGS = {"wal_level": "logical", "max_replication_slots": "8", "max_wal_senders": "8"}
+
+
+@dataclass(frozen=True)
+class Params:
+    designs: tuple[str, ...] = DESIGNS
+    holders: tuple[str, ...] = tuple(HOLDERS)
+    rate: float = 800.0  # total enqueues/s over all producers
+    producers: int = 4
+    consumers: int = 4
+    bystanders: int = 2
+    bystander_rows: int = 1_000_000
+    bystander_rate: float = 200.0  # total lookups/s over all bystanders
+    phase_s: float = 180.0
+    sample_interval_s: float = 5.0
+    batch_size: int = 10  # dequeue batch of the pull designs
+    tick_interval_s: float = 1.0  # rotation: the harness ticks (and tries to rotate) this often
+    rotation_period_s: float = 30.0  # rotation: minimum age of the current child before a switch
+    children: int = 3  # rotation: child tables
+    drain_timeout_s: float = 60.0  # after the held phase, how long consumers may take for the rest
+    autovacuum: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_AUTOVACUUM))
+
+    def __post_init__(self) -> None:
+        designs = check.names("designs", self.designs, [n for n, q in queues.QUEUES.items() if q.backend == "postgres"])
+        fixed = {
+            "designs": designs,
+            "holders": check.names("holders", self.holders, HOLDERS),
+            "rate": check.positive_float("rate", self.rate),
+            "producers": check.positive_int("producers", self.producers),
+            "consumers": check.positive_int("consumers", self.consumers),
+            "bystanders": check.positive_int("bystanders", self.bystanders),
+            "bystander_rows": check.positive_int("bystander_rows", self.bystander_rows),
+            "bystander_rate": check.positive_float("bystander_rate", self.bystander_rate),
+            "phase_s": check.positive_float("phase_s", self.phase_s),
+            "sample_interval_s": check.positive_float("sample_interval_s", self.sample_interval_s),
+            "batch_size": check.positive_int("batch_size", self.batch_size),
+            "tick_interval_s": check.positive_float("tick_interval_s", self.tick_interval_s),
+            "rotation_period_s": check.positive_float("rotation_period_s", self.rotation_period_s),
+            "children": check.positive_int("children", self.children),
+            "drain_timeout_s": check.positive_float("drain_timeout_s", self.drain_timeout_s),
+            # partial overrides keep METHOD.md's values for the rest
+            "autovacuum": {**DEFAULT_AUTOVACUUM, **{str(k): str(v) for k, v in dict(self.autovacuum or {}).items()}},
+        }
+        windows = fixed["phase_s"] / fixed["sample_interval_s"]
+        if windows < 1 or abs(windows - round(windows)) > 1e-9:
+            raise BenchError(f"phase_s ({fixed['phase_s']:g}) must be a whole multiple of sample_interval_s "
+                             f"({fixed['sample_interval_s']:g}), so that no sample window straddles two phases")
+        if fixed["children"] < 2:
+            raise BenchError(f"children must be >= 2 (rotation truncates one while another takes inserts), "
+                             f"got {fixed['children']}")
+        bad = [k for k in fixed["autovacuum"] if not k.startswith("autovacuum")]
+        if bad:
+            raise BenchError(f"autovacuum takes autovacuum_* settings only, got {bad[0]!r}")
+        for name, value in fixed.items():
+            object.__setattr__(self, name, value)
+
+    def server_settings(self) -> dict[str, str]:
+        return {**SERVER_SETTINGS, **self.autovacuum}
+
+    def cells(self) -> list[tuple[str, str]]:
+        return [(d, h) for d in self.designs for h in self.holders]
+
+
+class Result(NamedTuple):
+    samples: pl.DataFrame  # one row per sample window
+    phases: pl.DataFrame  # one row per (design, holder, phase)
+
+
+# --- the sampler's arithmetic (pure, unit-tested) ----------------------------------------
+
+@dataclass
+class Snapshot:
+    """What the sampler read at one instant."""
+
+    t_s: float
+    produced: int
+    consumed: int
+    data: dict[str, int]  # n_live_tup, n_dead_tup, autovacuum_count, bytes
+    control: dict[str, int]
+    horizon: dict[str, Any]
+    bystander: Latencies
+    rotation: dict[str, Any] = field(default_factory=dict)
+
+
+def phase_at(t_s: float, phase_s: float) -> str:
+    """The phase a window belongs to, judged by its midpoint."""
+    if t_s < phase_s:
+        return "baseline"
+    return "held" if t_s < 2 * phase_s else "drain"
+
+
+def window_row(prev: Snapshot, cur: Snapshot, phase_s: float) -> dict[str, Any]:
+    """One tidy sample row from two consecutive snapshots."""
+    dt = cur.t_s - prev.t_s
+    enq, deq = cur.produced - prev.produced, cur.consumed - prev.consumed
+    h = cur.horizon
+    ages = [a for a in (h.get("backend_xmin_age"), h.get("slot_xmin_age")) if a is not None]
+    return {
+        "phase": phase_at((prev.t_s + cur.t_s) / 2, phase_s),
+        "t_s": cur.t_s,
+        "window_s": dt,
+        "enqueued": enq,
+        "dequeued": deq,
+        "enqueue_rate": enq / dt if dt > 0 else None,
+        "dequeue_rate": deq / dt if dt > 0 else None,
+        "backlog": cur.produced - cur.consumed,
+        "n_live_tup": cur.data.get("n_live_tup"),
+        "n_dead_tup": cur.data.get("n_dead_tup"),
+        "autovacuum_count": cur.data.get("autovacuum_count"),
+        "data_bytes": cur.data.get("bytes"),
+        "control_live_tup": cur.control.get("n_live_tup"),
+        "control_dead_tup": cur.control.get("n_dead_tup"),
+        "control_bytes": cur.control.get("bytes"),
+        "xmin_age_xids": max(ages) if ages else None,
+        "xmin_age_s": h.get("backend_xmin_age_s"),
+        "catalog_xmin_age_xids": h.get("catalog_xmin_age"),
+        "slot_retained_wal_bytes": h.get("slot_retained_wal_bytes"),
+        "bystander_ops": len(cur.bystander),
+        **{k: v for k, v in cur.bystander.summary_ms("bystander").items() if not k.endswith("_max_ms")},
+        "current_child": cur.rotation.get("current_child"),
+        "rows_per_child": cur.rotation.get("rows_per_child"),
+        "rotations": cur.rotation.get("rotations"),
+    }
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a - b
+
+
+def _longest_gap(times: list[float], rotations: list[int | None], start: float, start_rotations: int) -> float | None:
+    """Longest stretch between start, each sample where the rotation count rose, and the end."""
+    if not times or rotations[-1] is None:
+        return None
+    marks, last = [start], start_rotations
+    for t, r in zip(times, rotations):
+        if r is not None and r > last:
+            marks.append(t)
+            last = r
+    marks.append(times[-1])
+    return max(b - a for a, b in zip(marks, marks[1:]))
+
+
+def phase_rows(samples: pl.DataFrame, latencies: dict[str, Latencies], target_rate: float) -> list[dict[str, Any]]:
+    """Per phase: achieved rates, peaks, ends and growth, exact bystander percentiles.
+
+    A phase starts from the last sample of the phase before it; the workload starts
+    from empty tables with no rotation and no autovacuum run yet.
+    """
+    samples = samples.sort("t_s")
+    out: list[dict[str, Any]] = []
+    before: dict[str, Any] | None = None
+    for phase in PHASES:
+        part = samples.filter(pl.col("phase") == phase)
+        if part.height == 0:
+            continue
+        first, end = part.row(0, named=True), part.row(-1, named=True)
+        seconds = part["window_s"].sum()
+        lat = latencies.get(phase, Latencies())
+        summary = lat.summary_ms("bystander")
+        out.append({
+            "phase": phase,
+            "duration_s": seconds,
+            "target_rate": target_rate,
+            "enqueue_rate": part["enqueued"].sum() / seconds if seconds else None,
+            "dequeue_rate": part["dequeued"].sum() / seconds if seconds else None,
+            "peak_n_dead_tup": part["n_dead_tup"].max(),
+            "end_n_dead_tup": end["n_dead_tup"],
+            "end_data_bytes": end["data_bytes"],
+            "data_bytes_growth": _minus(end["data_bytes"], (before or first)["data_bytes"]),
+            "peak_control_dead_tup": part["control_dead_tup"].max(),
+            "end_control_bytes": end["control_bytes"],
+            "autovacuums": _minus(end["autovacuum_count"], before["autovacuum_count"] if before else 0),
+            "max_xmin_age_xids": part["xmin_age_xids"].max(),
+            "max_catalog_xmin_age_xids": part["catalog_xmin_age_xids"].max(),
+            "bystander_ops": len(lat),
+            "bystander_p50_ms": summary["bystander_p50_ms"],
+            "bystander_p95_ms": summary["bystander_p95_ms"],
+            "bystander_p99_ms": summary["bystander_p99_ms"],
+            "rotations": _minus(end["rotations"], before["rotations"] if before else 0),
+            "rotation_stall_s": _longest_gap(part["t_s"].to_list(), part["rotations"].to_list(),
+                                             before["t_s"] if before else 0.0,
+                                             (before["rotations"] or 0) if before else 0),
+            "max_child_rows": part["rows_per_child"].list.max().max() if end["rows_per_child"] is not None else None,
+        })
+        before = end
+    return out
+
+
+# --- the workload --------------------------------------------------------------------------
+
+@dataclass
+class _Live:
+    """Client-side state of one cell (METHOD rule 3: counts live here, not in the database)."""
+
+    produced: array = field(default_factory=lambda: array("q"))
+    consumed: array = field(default_factory=lambda: array("q"))
+    window: Latencies = field(default_factory=Latencies)  # bystander lookups since the last sample
+    by_phase: dict[str, Latencies] = field(default_factory=lambda: {p: Latencies() for p in (*PHASES, "drain")})
+    phase: str = "baseline"
+    samples_done: int = 0  # windows the sampler has closed
+    sampled: asyncio.Event = field(default_factory=asyncio.Event)
+    stop_producing: asyncio.Event = field(default_factory=asyncio.Event)  # set when the held phase ends
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when everything is consumed
+
+
+async def _after_sample(live: _Live, n: int) -> None:
+    """Wait until the sampler has closed window n: phase changes follow the boundary sample."""
+    while live.samples_done < n:
+        live.sampled.clear()
+        await live.sampled.wait()
+
+
+async def _paced(rate: float, until: asyncio.Event, act) -> None:
+    """Call act(n) so that n adds up to rate x elapsed wall-clock time (credit for stalls)."""
+    start, done = time.monotonic(), 0
+    while not until.is_set():
+        due = int((time.monotonic() - start) * rate) - done
+        if due <= 0:
+            await asyncio.sleep(max(0.0, (done + 1) / rate - (time.monotonic() - start)))
+            continue
+        n = min(due, MAX_ENQUEUE_BATCH)
+        await act(n)
+        done += n
+
+
+async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, seq: count) -> None:
+    conn = await target.connect()
+    try:
+        async def enqueue(n: int) -> None:
+            payloads = [json.dumps({"seq": next(seq), "task": "noop"}) for _ in range(n)]
+            live.produced.extend(await queue.enqueue_many(conn, payloads))
+
+        await _paced(rate, live.stop_producing, enqueue)
+    finally:
+        await conn.close()
+
+
+async def _pull_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
+    conn = await target.connect()
+    try:
+        while not live.stopping.is_set():
+            jobs = await queue.dequeue(conn, batch)
+            if not jobs:
+                await asyncio.sleep(POLL_S)
+                continue
+            ids = [j[0] for j in jobs]
+            await queue.ack(conn, ids)
+            live.consumed.extend(ids)
+    finally:
+        await conn.close()
+
+
+async def _log_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
+    """A registered member of GROUP: claim a tick batch, read it, finish it."""
+    conn = await target.connect()
+    try:
+        while not live.stopping.is_set():
+            batch_id = await queue.next_batch(conn, GROUP, member)
+            if batch_id is None:
+                await asyncio.sleep(POLL_S)
+                continue
+            events = await queue.get_batch_events(conn, batch_id)
+            await queue.finish_batch(conn, batch_id)
+            live.consumed.extend(e[0] for e in events)
+    finally:
+        await conn.close()
+
+
+async def _ticker(target: PgServer, queue: Any, interval: float, live: _Live) -> None:
+    """The harness drives the log design's ticks and rotation (no pg_cron)."""
+    conn = await target.connect()
+    try:
+        while not live.stopping.is_set():
+            await queue.tick(conn)
+            await queue.rotate(conn)
+            await asyncio.sleep(interval)
+    finally:
+        await conn.close()
+
+
+async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng: random.Random) -> None:
+    conn = await target.connect()
+    try:
+        async def lookup(n: int) -> None:
+            for _ in range(n):
+                t0 = now_ns()
+                await conn.fetchval(SQL["bystander_lookup"], rng.randint(1, rows))
+                d = now_ns() - t0
+                live.window.add(d)
+                live.by_phase[live.phase].add(d)
+
+        await _paced(rate, live.stopping, lookup)
+    finally:
+        await conn.close()
+
+
+async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, t_s: float) -> Snapshot:
+    control = list(getattr(queue, "control_tables", ()))
+    kinds = {r["kind"]: dict(r) for r in await conn.fetch(SQL["table_stats"], control)}
+    horizon = dict(await conn.fetchrow(SQL["horizon"]))
+    rotation = {}
+    if getattr(queue, "ticked", False):
+        children = await queue.rows_per_child(conn)
+        rotation = {
+            "current_child": next((r["child"] for r in children if r["is_current"]), None),
+            "rows_per_child": [r["n_rows"] for r in children],
+            "rotations": len(await queue.rotations(conn)),  # the log holds truncating switches only
+        }
+    window, live.window = live.window, Latencies()
+    return Snapshot(t_s=t_s, produced=len(live.produced), consumed=len(live.consumed),
+                    data=kinds.get("data", {}), control=kinds.get("control", {}), horizon=horizon,
+                    bystander=window, rotation=rotation)
+
+
+async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, start: float, rows: list) -> None:
+    """A row every sample_interval_s on a wall-clock schedule (no drift)."""
+    conn = await target.connect()
+    try:
+        prev = await _snapshot(conn, queue, live, 0.0)
+        k = 1
+        while not live.stopping.is_set():
+            await asyncio.sleep(max(0.0, start + k * p.sample_interval_s - time.monotonic()))
+            cur = await _snapshot(conn, queue, live, time.monotonic() - start)
+            rows.append(window_row(prev, cur, p.phase_s))
+            prev, k = cur, k + 1
+            live.samples_done += 1
+            live.sampled.set()
+    finally:
+        await conn.close()
+
+
+# --- one cell ------------------------------------------------------------------------------
+
+def _make_queue(name: str, p: Params) -> Any:
+    cls = queues.QUEUES[name]
+    if getattr(cls, "ticked", False):  # the log design: no drain group, the study's own group
+        return cls(children=p.children, group=None, rotation_period_s=p.rotation_period_s)
+    return cls()
+
+
+async def _create_database(server: PgServer, name: str) -> PgServer:
+    admin = await server.connect()
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    finally:
+        await admin.close()
+    return server.database(name)
+
+
+async def _drop_database(server: PgServer, name: str) -> None:
+    admin = await server.connect()
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def _setup_bystanders(server: PgServer, rows: int) -> PgServer:
+    target = await _create_database(server, BYSTANDER_DB)
+    conn = await target.connect()
+    try:
+        await conn.execute(SQL["bystander_install"])
+        await conn.execute(SQL["bystander_fill"], rows)
+        await conn.execute(SQL["bystander_settle"])
+    finally:
+        await conn.close()
+    return target
+
+
+async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_name: str, p: Params,
+                   on_phase=lambda phase: None) -> tuple[list[dict], list[dict], dict[str, int]]:
+    """One (design, holder) cell in a fresh database: sample rows, phase rows, accounting."""
+    db = f"benchlib_xmin_{design}_{holder_name}"
+    target = await _create_database(server, db)
+    queue = _make_queue(design, p)
+    consume = _log_consumer if getattr(queue, "ticked", False) else _pull_consumer
+    live, rows = _Live(), []
+    holder = HOLDERS[holder_name]()
+    admin = await target.connect()
+    try:
+        await queue.install(admin)
+        members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
+        if getattr(queue, "ticked", False):
+            await queue.register_group(admin, GROUP)
+            for m in members:
+                await queue.register_member(admin, GROUP, m)
+        seq, rng = count(), random.Random(7)
+        start = time.monotonic()
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(p.producers):
+                tg.create_task(_producer(target, queue, p.rate / p.producers, live, seq))
+            for m in members:
+                tg.create_task(consume(target, queue, p.batch_size, live, m))
+            for _ in range(p.bystanders):
+                tg.create_task(_bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live, rng))
+            if getattr(queue, "ticked", False):
+                tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
+            tg.create_task(_sampler(target, queue, p, live, start, rows))
+
+            per_phase = round(p.phase_s / p.sample_interval_s)
+            on_phase("baseline")
+            await _after_sample(live, per_phase)
+            live.phase = "held"
+            on_phase("held")
+            await holder.start(target, admin)
+            await _after_sample(live, 2 * per_phase)
+            live.stop_producing.set()
+            await holder.stop(admin)  # server-side, checked gone
+            live.phase = "drain"
+            deadline = time.monotonic() + p.drain_timeout_s
+            while len(set(live.consumed)) < len(set(live.produced)) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
+            live.stopping.set()
+    finally:
+        await holder.stop(admin)
+        await admin.close()
+        await _drop_database(server, db)
+    produced, consumed = set(live.produced), live.consumed
+    accounting = {"produced": len(produced), "consumed": len(consumed),
+                  "lost": len(produced - set(consumed)), "duplicates": len(consumed) - len(set(consumed))}
+    window_schema = {k: v for k, v in XMIN_SAMPLES_SCHEMA.items() if rows and k in rows[0]}
+    phases = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
+    return rows, phases, accounting
+
+
+def _describe_error(err: BaseException) -> str:
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {text}".rstrip(": ")
+
+
+async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = None, force: bool = False,
+              profile: str = "adhoc", progress: bool = True) -> Result:
+    """Run every (design, holder) cell; with `data_dir`, cache cells and publish."""
+    store = Store(data_dir, STUDY) if data_dir else None
+    run_id, started = new_run_id(), utc_now()
+    host = machine()
+    stem = "postgres"
+    sample_frames, phase_frames, reused = [], [], 0
+    async with open_backend("postgres", settings=params.server_settings(), dsn=dsn) as server:
+        probe = await server.connect()
+        try:
+            if "logical_slot" in params.holders and await probe.fetchval(SQL["wal_level"]) != "logical":
+                raise BenchError("holder logical_slot needs wal_level=logical on the server: "
+                                 "drop it from holders, or use a server with wal_level=logical")
+        finally:
+            await probe.close()
+        info = await server.describe()
+        bystanders = None
+        with bar(len(params.cells()) * len(PHASES), f"{STUDY}", progress) as pbar:
+            for design, holder in params.cells():
+                queue_module = sys.modules[queues.QUEUES[design].__module__].__file__
+                code = code_version(__file__, queue_module, sys.modules[HOLDERS[holder].__module__].__file__)
+                settings = {k: info["settings_non_default"].get(k, v) for k, v in params.server_settings().items()}
+                key = cell_key(study=STUDY, design=design, holder=holder, code=code,
+                               params={k: v for k, v in asdict(params).items() if k not in ("designs", "holders")},
+                               machine={k: host.get(k) for k in ("cpu_model", "cores", "ram_gib")},
+                               server={k: info[k] for k in ("kind", "major", "settings_requested")})
+                cached = [None, None] if (force or store is None) else [store.cached(key, stem, t)
+                                                                        for t in ("samples", "phases")]
+                if all(c is not None for c in cached):
+                    sample_frames.append(cached[0])
+                    phase_frames.append(cached[1])
+                    reused += 1
+                    pbar.update(len(PHASES))
+                    continue
+                if bystanders is None:
+                    pbar.set_postfix_str(f"loading {params.bystander_rows:,} bystander rows", refresh=True)
+                    bystanders = await _setup_bystanders(server, params.bystander_rows)
+                common = {"design": design, "holder": holder, "cell_key": key, "run_id": run_id}
+
+                def on_phase(phase: str, design=design, holder=holder) -> None:
+                    if phase == "held":
+                        pbar.update(1)
+                    pbar.set_postfix_str(f"{design} / {holder}: {phase}", refresh=True)
+
+                try:
+                    rows, phases, accounting = await run_cell(server, bystanders, design, holder, params, on_phase)
+                    error = None
+                except Exception as err:  # kept as a row with its reason, never dropped
+                    rows, phases, accounting, error = [], [{"phase": p} for p in PHASES], {}, _describe_error(err)
+                pbar.update(1)
+                samples = frame([{**r, **common} for r in rows], XMIN_SAMPLES_SCHEMA)
+                phase_df = frame([{**ph, **accounting, **common, "error": error,
+                                   "settings": json.dumps(settings, sort_keys=True)} for ph in phases],
+                                 XMIN_PHASES_SCHEMA)
+                if store is not None:
+                    store.put_cell(key, samples, "samples")
+                    store.put_cell(key, phase_df, "phases")
+                sample_frames.append(samples)
+                phase_frames.append(phase_df)
+        if bystanders is not None:
+            await _drop_database(server, BYSTANDER_DB)
+        result = Result(pl.concat(sample_frames, how="vertical_relaxed"),
+                        pl.concat(phase_frames, how="vertical_relaxed"))
+        if store is not None:
+            manifest = {
+                "study": STUDY, "backend": "postgres", "profile": profile, "run_id": run_id,
+                "started_at": started, "finished_at": utc_now(), "params": asdict(params),
+                "cells": result.phases["cell_key"].unique(maintain_order=True).to_list(),
+                "cells_reused": reused, "git": git_info(), "packages": package_versions(),
+                "machine": host, "server": info,
+                "designs": {d: queues.QUEUES[d].summary for d in params.designs},
+            }
+            store.publish(stem, {"samples": result.samples, "phases": result.phases}, manifest)
+    return result
+
+
+__all__ = ["DESIGNS", "PHASES", "Params", "Result", "STUDY", "Snapshot", "phase_at", "phase_rows", "run",
+           "run_cell", "window_row"]

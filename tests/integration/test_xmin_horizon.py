@@ -1,0 +1,61 @@
+"""The xmin-horizon study on a real server: holders leave nothing behind, and a
+short run of every design x holder consumes every job exactly once."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from benchlib.holders import HOLDERS
+from benchlib.provision.postgres import postgres
+from benchlib.studies import xmin_horizon
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+async def logical_server():
+    async with postgres(settings=xmin_horizon.SERVER_SETTINGS) as server:
+        yield server
+
+
+@pytest.mark.parametrize("name", list(HOLDERS))
+async def test_holders_hold_and_leave_nothing_behind(logical_server, name):
+    admin = await logical_server.connect()
+    try:
+        before = await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+        holder = HOLDERS[name]()
+        await holder.start(logical_server, admin)
+        horizon = await admin.fetchrow(xmin_horizon.SQL["horizon"])
+        if name == "logical_slot":
+            assert horizon["catalog_xmin_age"] is not None
+        else:
+            await admin.execute("SELECT pg_current_xact_id()")  # age needs some transactions after it
+            assert (await admin.fetchrow(xmin_horizon.SQL["horizon"]))["backend_xmin_age"] >= 1
+        await holder.stop(admin)
+        assert await admin.fetchval("SELECT count(*) FROM pg_replication_slots") == 0
+        after = await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+        assert after == before
+        assert (await admin.fetchrow(xmin_horizon.SQL["horizon"]))["backend_xmin_age"] == 0
+    finally:
+        await admin.close()
+
+
+async def test_every_cell_exactly_once_and_rotation_really_rotates(tmp_path):
+    params = xmin_horizon.Params(rate=150, producers=2, consumers=2, bystanders=1, bystander_rows=5000,
+                                 bystander_rate=40, phase_s=3, sample_interval_s=1, tick_interval_s=0.2,
+                                 rotation_period_s=0.5, autovacuum={"autovacuum_naptime": "1s"})
+    result = await xmin_horizon.run(params, data_dir=tmp_path, progress=False)
+    phases = result.phases
+    assert phases["error"].is_null().all(), phases["error"].to_list()
+    assert phases.height == 9 * 2
+    assert (phases["lost"] == 0).all() and (phases["duplicates"] == 0).all()
+    assert (phases["produced"] > 300).all()
+    rotation = phases.filter(pl.col("design") == "rotation")
+    assert (rotation.filter(pl.col("phase") == "baseline")["rotations"] > 0).all()
+    assert result.samples.filter(pl.col("design") == "rotation")["rows_per_child"].list.max().max() > 0
+    held = phases.filter(pl.col("phase") == "held")
+    # a holder with an xmin keeps SKIP LOCKED's dead tuples; a logical slot does not (catalog_xmin only)
+    sl = {r["holder"]: r["peak_n_dead_tup"] for r in held.filter(pl.col("design") == "skip_locked").iter_rows(named=True)}
+    assert sl["rr_snapshot"] > 100 and sl["idle_xid"] > 100
+    assert (tmp_path / "xmin_horizon" / "postgres.samples.parquet").exists()
+    assert (tmp_path / "xmin_horizon" / "postgres.phases.parquet").exists()

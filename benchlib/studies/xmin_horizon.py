@@ -455,8 +455,8 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
         seq, rng = count(), random.Random(7)
         start = time.monotonic()
         async with asyncio.TaskGroup() as tg:
-            for _ in range(p.producers):
-                tg.create_task(_producer(target, queue, p.rate / p.producers, live, seq))
+            producers = [tg.create_task(_producer(target, queue, p.rate / p.producers, live, seq))
+                         for _ in range(p.producers)]
             for m in members:
                 tg.create_task(consume(target, queue, p.batch_size, live, m))
             for _ in range(p.bystanders):
@@ -475,15 +475,18 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
             live.stop_producing.set()
             await holder.stop(admin)  # server-side, checked gone
             live.phase = "drain"
-            deadline = time.monotonic() + p.drain_timeout_s
-            while len(set(live.consumed)) < len(set(live.produced)) and time.monotonic() < deadline:
+            await asyncio.wait(producers)  # an insert in flight must land before we count what is left
+            deadline, wanted = time.monotonic() + p.drain_timeout_s, set(live.produced)
+            while not wanted.issubset(live.consumed) and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
             live.stopping.set()
     finally:
-        await holder.stop(admin)
-        await admin.close()
-        await _drop_database(server, db)
+        try:
+            await holder.stop(admin)
+        finally:
+            await admin.close()
+            await _drop_database(server, db)
     produced, consumed = set(live.produced), live.consumed
     accounting = {"produced": len(produced), "consumed": len(consumed),
                   "lost": len(produced - set(consumed)), "duplicates": len(consumed) - len(set(consumed))}

@@ -133,9 +133,9 @@ def _change(before: float | None, after: float | None, unit: str = "", digits: i
 
 
 def rotation_stalled(baseline: dict[str, Any], held: dict[str, Any]) -> bool:
-    """Stalled: the held phase went more than twice the baseline's longest gap without a switch."""
+    """Stalled: the held phase went at least twice the baseline's longest gap without a switch."""
     b, h = baseline.get("rotation_stall_s"), held.get("rotation_stall_s")
-    return b is not None and h is not None and h > 2 * b
+    return b is not None and h is not None and h >= 2 * b
 
 
 def xmin_findings(phases: pl.DataFrame) -> list[str]:
@@ -176,9 +176,18 @@ def _xmin_context(data_dir: Path, figures_dir: Path, out_dir: Path) -> dict[str,
     by_cell = {(r["design"], r["holder"], r["phase"]): r for r in phases.iter_rows(named=True)}
     stuck = [h for (d, h, ph), r in by_cell.items()
              if ph == "held" and (d, h, "baseline") in by_cell and rotation_stalled(by_cell[(d, h, "baseline")], r)]
+    # Does a logical slot keep dead tuples of the designs that make them? Judged per design
+    # that leaves dead tuples under an xmin holder: held peak vs the baseline's.
+    slot_effect = []
+    for (d, h, ph), r in by_cell.items():
+        if h == "logical_slot" and ph == "held" and (d, h, "baseline") in by_cell and r["peak_n_dead_tup"] is not None:
+            base = by_cell[(d, h, "baseline")]["peak_n_dead_tup"] or 0
+            slot_effect.append({"design": d, "baseline": base, "held": r["peak_n_dead_tup"],
+                                "kept": r["peak_n_dead_tup"] > 2 * base + 100})
     return {
         "available": True,
         "figures": figures,
+        "slot_effect": [e for e in slot_effect if e["design"] != "rotation"],
         "table": markdown(xmin_table(phases)),
         "findings": xmin_findings(phases),
         "cells": cells.height,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -93,8 +94,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: servers stopped, directories removed
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         args.func(args)
     except BenchError as err:

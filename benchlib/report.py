@@ -128,7 +128,7 @@ def xmin_table(phases: pl.DataFrame) -> pl.DataFrame:
 def _change(before: float | None, after: float | None, unit: str = "", digits: int = 0) -> str:
     if before is None or after is None:
         return "not measured"
-    ratio = f", x{after / before:.2f}" if before else ""
+    ratio = f", x{after / before:.2f}" if before and before >= 10 else ""  # no ratio of a near-zero base
     return f"{_fmt(before, digits)} → {_fmt(after, digits)}{unit}{ratio}"
 
 
@@ -176,18 +176,22 @@ def _xmin_context(data_dir: Path, figures_dir: Path, out_dir: Path) -> dict[str,
     by_cell = {(r["design"], r["holder"], r["phase"]): r for r in phases.iter_rows(named=True)}
     stuck = [h for (d, h, ph), r in by_cell.items()
              if ph == "held" and (d, h, "baseline") in by_cell and rotation_stalled(by_cell[(d, h, "baseline")], r)]
-    # Does a logical slot keep dead tuples of the designs that make them? Judged per design
-    # that leaves dead tuples under an xmin holder: held peak vs the baseline's.
+    # Does a logical slot keep dead tuples the way an xmin holder does? Per design that
+    # leaves dead tuples: the slot's held peak against the worst xmin holder's.
     slot_effect = []
     for (d, h, ph), r in by_cell.items():
-        if h == "logical_slot" and ph == "held" and (d, h, "baseline") in by_cell and r["peak_n_dead_tup"] is not None:
-            base = by_cell[(d, h, "baseline")]["peak_n_dead_tup"] or 0
-            slot_effect.append({"design": d, "baseline": base, "held": r["peak_n_dead_tup"],
-                                "kept": r["peak_n_dead_tup"] > 2 * base + 100})
+        if h != "logical_slot" or ph != "held" or d == "rotation" or r["peak_n_dead_tup"] is None:
+            continue
+        others = [v["peak_n_dead_tup"] or 0 for (d2, h2, ph2), v in by_cell.items()
+                  if d2 == d and ph2 == "held" and h2 != "logical_slot"]
+        worst = max(others, default=0)
+        slot_effect.append({"design": d, "baseline": by_cell.get((d, h, "baseline"), {}).get("peak_n_dead_tup") or 0,
+                            "held": r["peak_n_dead_tup"], "xmin_holders": worst,
+                            "xmin_age": r["max_xmin_age_xids"], "kept": worst > 0 and r["peak_n_dead_tup"] > worst / 2})
     return {
         "available": True,
         "figures": figures,
-        "slot_effect": [e for e in slot_effect if e["design"] != "rotation"],
+        "slot_effect": slot_effect,
         "table": markdown(xmin_table(phases)),
         "findings": xmin_findings(phases),
         "cells": cells.height,

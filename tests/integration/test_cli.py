@@ -4,10 +4,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
+
+from benchlib.provision.local_cluster import OWNER_FILE
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +47,8 @@ def test_drain_prints_the_table_and_writes_data(tmp_path):
     assert df.height == 4 * 2 and (df["lost"] == 0).all()
 
 
-def test_ctrl_c_mid_run_keeps_only_whole_cells(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_mid_run_keeps_only_whole_cells(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--consumers", "1", "--batch", "1,2,3,4,5",
                              "--prefill", "3000", "--samples", "1", "--warmup", "0", "--data-dir", "data"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -51,7 +56,7 @@ def test_ctrl_c_mid_run_keeps_only_whole_cells(tmp_path):
     deadline = time.monotonic() + 120
     while not (cells.exists() and any(cells.glob("*.parquet"))) and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "rerun to resume" in err
@@ -59,4 +64,7 @@ def test_ctrl_c_mid_run_keeps_only_whole_cells(tmp_path):
     assert not list((tmp_path / "data").rglob("*.tmp"))
     for cell in cells.glob("*.parquet"):
         assert pl.read_parquet(cell).height == 1
-    assert subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True).returncode == 1
+    # its throwaway cluster was stopped and removed, not left for the next start to sweep
+    owned = [d for d in Path(tempfile.gettempdir()).glob("benchlib-pg-*")
+             if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text() == str(proc.pid)]
+    assert owned == []

@@ -9,3 +9,15 @@ from __future__ import annotations
 
 class BenchError(Exception):
     """A problem the user can fix; str(err) is a single actionable line."""
+
+
+def failure_reason(err: BaseException) -> str:
+    """One line for a failed sample or cell: the first leaf exception's type and message.
+
+    Studies keep failures as rows with this reason (never dropped); a TaskGroup's
+    ExceptionGroup is unwrapped to the exception that started it.
+    """
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {text}".rstrip(": ")

@@ -278,6 +278,15 @@ class Store:
     def put_cell(self, key: str, df: pl.DataFrame, table: str = "") -> None:
         write_parquet(df, self._cell_path(key, table))
 
+    def holds_exactly(self, stem: str, keys: Iterable[str], table: str = "") -> bool:
+        """True when the published file of `stem` holds exactly the cells `keys`.
+
+        A run whose every cell was reused then leaves the published files (and the
+        manifest of the run that measured them) as they are.
+        """
+        path = self.published(stem, table)
+        return path.exists() and set(pl.read_parquet(path, columns=["cell_key"])["cell_key"]) == set(keys)
+
     def publish(self, stem: str, tables: Mapping[str, pl.DataFrame], manifest: Mapping[str, Any]) -> None:
         """Replace the published tables and manifest of `stem`, each atomically."""
         for table, df in tables.items():

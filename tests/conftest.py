@@ -18,21 +18,26 @@ async def pg_server() -> AsyncIterator[PgServer]:
         yield server
 
 
+async def _admin(server: PgServer, statement: str) -> None:
+    conn = await server.connect()
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _new_database(server: PgServer) -> tuple[str, PgServer]:
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    await _admin(server, f'CREATE DATABASE "{name}" TEMPLATE template0')
+    return name, server.database(name)
+
+
 @pytest.fixture
 async def pg_db(pg_server: PgServer) -> AsyncIterator[PgServer]:
     """A database of its own for one test, dropped afterwards."""
-    name = f"t_{uuid.uuid4().hex[:10]}"
-    admin = await pg_server.connect()
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
-    finally:
-        await admin.close()
-    yield pg_server.database(name)
-    admin = await pg_server.connect()
-    try:
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    name, db = await _new_database(pg_server)
+    yield db
+    await _admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -50,20 +55,11 @@ async def target_for(request, pg_server):
         backend = QUEUES[queue_name].backend
         if backend == "sqlite":
             return await stack.enter_async_context(sqlite())
-        name = f"t_{uuid.uuid4().hex[:10]}"
-        admin = await pg_server.connect()
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
-        finally:
-            await admin.close()
+        name, db = await _new_database(pg_server)
         dbs.append(name)
-        return pg_server.database(name)
+        return db
 
     yield make
     await stack.aclose()
-    admin = await pg_server.connect()
-    try:
-        for name in dbs:
-            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    for name in dbs:
+        await _admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')

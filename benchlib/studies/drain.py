@@ -27,6 +27,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import queues
+from benchlib.errors import failure_reason
 from benchlib.measure import Latencies, fsync_rate, now_ns
 from benchlib.progress import bar
 from benchlib.provision import BACKENDS, open_backend
@@ -185,13 +186,6 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
     }
 
 
-def _describe_error(err: BaseException) -> str:
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    text = str(err).splitlines()[0] if str(err) else ""
-    return f"{type(err).__name__}: {text}".rstrip(": ")
-
-
 async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = None, force: bool = False,
               profile: str = "adhoc", progress: bool = True) -> pl.DataFrame:
     """Run every cell of `params`; return all sample rows (warm-up rows marked).
@@ -235,7 +229,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                         row |= await drain_once(target, queue, consumers, batch, params.prefill,
                                                 params.idle_timeout_s)
                     except Exception as err:  # kept as a row with its reason, never dropped
-                        row["error"] = _describe_error(err)
+                        row["error"] = failure_reason(err)
                     rows.append(row)
                     pbar.update(1)
                 cell = frame(rows, DRAIN_SCHEMA)
@@ -243,12 +237,13 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                     store.put_cell(key, cell)
                 frames.append(cell)
         result = pl.concat(frames, how="vertical_relaxed")
-        if store is not None:
+        keys = result["cell_key"].unique(maintain_order=True).to_list()
+        if store is not None and not (reused == len(keys) and store.holds_exactly(stem, keys)):
             bindirs = find_bindirs()
             manifest = {
                 "study": STUDY, "backend": params.backend, "queue": params.queue, "profile": profile,
                 "run_id": run_id, "started_at": started, "finished_at": utc_now(),
-                "params": asdict(params), "cells": result["cell_key"].unique(maintain_order=True).to_list(),
+                "params": asdict(params), "cells": keys,
                 "cells_reused": reused, "code_version": code, "git": git_info(), "packages": package_versions(),
                 "machine": host | {"fsync_per_s": fsync_rate(bindirs[0] if bindirs else None)},
                 "server": server, "queue_summary": queues.QUEUES[params.queue].summary,

@@ -40,7 +40,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import queues, sql
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, failure_reason
 from benchlib.holders import HOLDERS
 from benchlib.measure import Latencies, now_ns
 from benchlib.progress import bar
@@ -495,13 +495,6 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     return rows, phases, accounting
 
 
-def _describe_error(err: BaseException) -> str:
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    text = str(err).splitlines()[0] if str(err) else ""
-    return f"{type(err).__name__}: {text}".rstrip(": ")
-
-
 async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = None, force: bool = False,
               profile: str = "adhoc", progress: bool = True) -> Result:
     """Run every (design, holder) cell; with `data_dir`, cache cells and publish."""
@@ -551,7 +544,7 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
                     rows, phases, accounting = await run_cell(server, bystanders, design, holder, params, on_phase)
                     error = None
                 except Exception as err:  # kept as a row with its reason, never dropped
-                    rows, phases, accounting, error = [], [{"phase": p} for p in PHASES], {}, _describe_error(err)
+                    rows, phases, accounting, error = [], [{"phase": p} for p in PHASES], {}, failure_reason(err)
                 pbar.update(1)
                 samples = frame([{**r, **common} for r in rows], XMIN_SAMPLES_SCHEMA)
                 phase_df = frame([{**ph, **accounting, **common, "error": error,
@@ -566,11 +559,12 @@ async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = 
             await _drop_database(server, BYSTANDER_DB)
         result = Result(pl.concat(sample_frames, how="vertical_relaxed"),
                         pl.concat(phase_frames, how="vertical_relaxed"))
-        if store is not None:
+        keys = result.phases["cell_key"].unique(maintain_order=True).to_list()
+        if store is not None and not (reused == len(keys) and store.holds_exactly(stem, keys, "phases")):
             manifest = {
                 "study": STUDY, "backend": "postgres", "profile": profile, "run_id": run_id,
                 "started_at": started, "finished_at": utc_now(), "params": asdict(params),
-                "cells": result.phases["cell_key"].unique(maintain_order=True).to_list(),
+                "cells": keys,
                 "cells_reused": reused, "git": git_info(), "packages": package_versions(),
                 "machine": host, "server": info,
                 "designs": {d: queues.QUEUES[d].summary for d in params.designs},

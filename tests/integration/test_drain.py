@@ -27,9 +27,16 @@ async def test_run_publishes_and_resumes(tmp_path):
     assert {"cpu_model", "cores", "ram_gib", "kernel"} <= set(manifest["machine"])
     assert manifest["server"]["version"].startswith("SQLite")
 
+    manifest_path = tmp_path / "drain" / "sqlite__sqlite.manifest.json"
+    before = manifest_path.read_text()
     again = await drain.run(params, data_dir=tmp_path, progress=False)  # same code, same machine: reused
     assert again.equals(first)
-    assert json.loads((tmp_path / "drain" / "sqlite__sqlite.manifest.json").read_text())["cells_reused"] == 2
+    assert manifest_path.read_text() == before  # nothing new: the measuring run's manifest stays
+
+    fewer = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1)
+    await drain.run(fewer, data_dir=tmp_path, progress=False)  # a subset, all cached: published anew
+    assert json.loads(manifest_path.read_text())["cells_reused"] == 1
+    assert pl.read_parquet(tmp_path / "drain" / "sqlite__sqlite.parquet").height == 4
 
     forced = await drain.run(params, data_dir=tmp_path, force=True, progress=False)
     assert set(forced["run_id"]) != set(first["run_id"])

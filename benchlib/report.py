@@ -116,8 +116,8 @@ def xmin_table(phases: pl.DataFrame) -> pl.DataFrame:
             "growth MB": _mb(r["data_bytes_growth"]),
             "autovacuums": _fmt(r["autovacuums"]),
             "bystander p50/p95/p99 ms": " / ".join(_fmt(r[f"bystander_p{q}_ms"], 2) for q in (50, 95, 99)),
-            "rotations (longest gap s)": "–" if r["rotations"] is None else
-                                         f"{r['rotations']} ({_fmt(r['rotation_stall_s'], 1)})",
+            "rotations (longest gap s) / ticks": "–" if r["rotations"] is None else
+                                                 f"{r['rotations']} ({_fmt(r['rotation_stall_s'], 1)}) / {r['ticks']}",
             "max xmin age (xids)": _fmt(r["max_xmin_age_xids"]),
             "lost": r["lost"], "dup": r["duplicates"],
             "error": r["error"] or "",

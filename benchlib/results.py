@@ -98,6 +98,7 @@ XMIN_SAMPLES_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
     "current_child": (pl.Int64, "rotation: the child taking inserts"),
     "rows_per_child": (pl.List(pl.Int64), "rotation: exact rows in each child"),
     "rotations": (pl.Int64, "rotation: truncating switches so far"),
+    "ticks": (pl.Int64, "rotation: ticks the harness took so far"),
     "cell_key": (pl.String, ""),
     "run_id": (pl.String, ""),
 }
@@ -125,6 +126,7 @@ XMIN_PHASES_SCHEMA: dict[str, tuple[pl.DataType, str]] = {
     "bystander_p99_ms": (pl.Float64, ""),
     "rotations": (pl.Int64, "rotation: truncating switches during the phase"),
     "rotation_stall_s": (pl.Float64, "rotation: longest stretch of the phase without a switch"),
+    "ticks": (pl.Int64, "rotation: ticks taken during the phase"),
     "max_child_rows": (pl.Int64, "rotation: most rows seen in one child during the phase"),
     "produced": (pl.Int64, "whole cell: distinct job ids produced"),
     "consumed": (pl.Int64, "whole cell: job ids consumed, with repeats"),

@@ -187,6 +187,7 @@ def window_row(prev: Snapshot, cur: Snapshot, phase_s: float) -> dict[str, Any]:
         "current_child": cur.rotation.get("current_child"),
         "rows_per_child": cur.rotation.get("rows_per_child"),
         "rotations": cur.rotation.get("rotations"),
+        "ticks": cur.rotation.get("ticks"),
     }
 
 
@@ -248,6 +249,7 @@ def phase_rows(samples: pl.DataFrame, latencies: dict[str, Latencies], target_ra
                                              before["t_s"] if before else 0.0,
                                              (before["rotations"] or 0) if before else 0),
             "max_child_rows": part["rows_per_child"].list.max().max() if end["rows_per_child"] is not None else None,
+            "ticks": _minus(end["ticks"], before["ticks"] if before else 0),
         })
         before = end
     return out
@@ -265,6 +267,7 @@ class _Live:
     by_phase: dict[str, Latencies] = field(default_factory=lambda: {p: Latencies() for p in (*PHASES, "drain")})
     phase: str = "baseline"
     samples_done: int = 0  # windows the sampler has closed
+    ticks: int = 0  # ticks the harness took (log design)
     sampled: asyncio.Event = field(default_factory=asyncio.Event)
     stop_producing: asyncio.Event = field(default_factory=asyncio.Event)  # set when the held phase ends
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when everything is consumed
@@ -339,6 +342,7 @@ async def _ticker(target: PgServer, queue: Any, interval: float, live: _Live) ->
     try:
         while not live.stopping.is_set():
             await queue.tick(conn)
+            live.ticks += 1
             await queue.rotate(conn)
             await asyncio.sleep(interval)
     finally:
@@ -372,6 +376,7 @@ async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, t_s: floa
             "current_child": next((r["child"] for r in children if r["is_current"]), None),
             "rows_per_child": [r["n_rows"] for r in children],
             "rotations": len(await queue.rotations(conn)),  # the log holds truncating switches only
+            "ticks": live.ticks,
         }
     window, live.window = live.window, Latencies()
     return Snapshot(t_s=t_s, produced=len(live.produced), consumed=len(live.consumed),

@@ -52,6 +52,7 @@ async def test_every_cell_exactly_once_and_rotation_really_rotates(tmp_path):
     assert (phases["produced"] > 300).all()
     rotation = phases.filter(pl.col("design") == "rotation")
     assert (rotation.filter(pl.col("phase") == "baseline")["rotations"] > 0).all()
+    assert (rotation["ticks"] > 0).all()  # the harness really ticked, in every phase
     assert result.samples.filter(pl.col("design") == "rotation")["rows_per_child"].list.max().max() > 0
     held = phases.filter(pl.col("phase") == "held")
     # a holder with an xmin keeps SKIP LOCKED's dead tuples; a logical slot does not (catalog_xmin only)

@@ -37,7 +37,8 @@ def test_phase_by_window_midpoint(t, phase):
 
 
 def test_phase_summary_from_samples():
-    snaps = [snap(0, 0, 0, nbytes=8192, rotation={"rotations": 0, "rows_per_child": [0, 0], "current_child": 0})]
+    snaps = [snap(0, 0, 0, nbytes=8192,
+                  rotation={"rotations": 0, "rows_per_child": [0, 0], "current_child": 0, "ticks": 0})]
     plan = [  # t, produced, consumed, dead, bytes, autovacuums, rotations, rows per child
         (2, 200, 200, 10, 16384, 1, 1, [100, 100]),
         (4, 400, 400, 5, 16384, 2, 2, [100, 100]),
@@ -46,7 +47,7 @@ def test_phase_summary_from_samples():
     ]
     for t, p, c, d, b, av, r, rows in plan:
         snaps.append(snap(t, p, c, dead=d, nbytes=b, av=av,
-                          rotation={"rotations": r, "rows_per_child": rows, "current_child": 1}))
+                          rotation={"rotations": r, "rows_per_child": rows, "current_child": 1, "ticks": 4 * t}))
     rows = [window_row(a, b, 4) for a, b in zip(snaps, snaps[1:])]
     samples = frame(rows, {k: v for k, v in XMIN_SAMPLES_SCHEMA.items() if k in rows[0]})
     held_lat = Latencies()
@@ -62,6 +63,7 @@ def test_phase_summary_from_samples():
     assert baseline["rotations"] == 2 and held["rotations"] == 0
     assert baseline["rotation_stall_s"] == 2 and held["rotation_stall_s"] == 4
     assert held["max_child_rows"] == 500
+    assert baseline["ticks"] == 16 and held["ticks"] == 16
     assert baseline["bystander_ops"] == 0 and held["bystander_ops"] == 4
     assert held["bystander_p99_ms"] > held["bystander_p50_ms"]
 

@@ -26,10 +26,7 @@ def _drain(args: argparse.Namespace) -> None:
     params = drain.Params(backend=args.backend, queue=args.queue, consumers=args.consumers,
                           batch_sizes=args.batch, prefill=args.prefill, samples=args.samples,
                           warmup=args.warmup, idle_timeout_s=args.idle_timeout)
-    from benchlib.provision.postgres import choose
-
-    if params.backend == "postgres":
-        choose(args.dsn)  # no server to be had: say so now, not after a traceback
+    # run() opens the backend before anything else: no server -> BenchError, nothing written
     df = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=None if args.no_save else args.data_dir,
                                force=args.force, profile=args.profile))
     from benchlib.report import drain_table, markdown

@@ -33,8 +33,8 @@ def declared_parameters(notebook: Path) -> set[str]:
     return set(papermill.inspect_notebook(str(notebook)))
 
 
-def check_names(notebook: Path, parameters: dict[str, Any]) -> None:
-    declared = declared_parameters(notebook)
+def check_names(notebook: Path, parameters: dict[str, Any], declared: set[str] | None = None) -> None:
+    declared = declared_parameters(notebook) if declared is None else declared
     unknown = sorted(set(parameters) - declared)
     if unknown:
         raise BenchError(f"{notebook.name} declares no parameter {unknown[0]!r} "
@@ -45,10 +45,11 @@ def plan(study: str, profile: str, *, data_dir: Path, force: bool = False,
          build_dir: Path = BUILD_DIR) -> list[tuple[Path, dict[str, Any]]]:
     """(output notebook, parameters) for every run, all validated before any runs."""
     notebook = notebook_for(study)
+    declared = declared_parameters(notebook)
     jobs = []
     for run in sweeps.load(study, profile):
         parameters = {**run, "data_dir": str(Path(data_dir).resolve()), "force": force, "profile": profile}
-        check_names(notebook, parameters)
+        check_names(notebook, parameters, declared)
         name = "__".join(str(run.get(k)) for k in ("backend", "queue") if run.get(k)) or study
         jobs.append((Path(build_dir) / study / profile / f"{name}.ipynb", parameters))
     return jobs

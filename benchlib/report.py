@@ -125,10 +125,12 @@ def xmin_table(phases: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def _change(before: float | None, after: float | None, unit: str = "", digits: int = 0) -> str:
+def _change(before: float | None, after: float | None, unit: str = "", digits: int = 0,
+            ratio_from: float = 0) -> str:
+    """"a → b unit, xR"; no ratio when the base is below `ratio_from` (a ratio of a near-zero count says nothing)."""
     if before is None or after is None:
         return "not measured"
-    ratio = f", x{after / before:.2f}" if before and before >= 10 else ""  # no ratio of a near-zero base
+    ratio = f", x{after / before:.2f}" if before and before >= ratio_from else ""
     return f"{_fmt(before, digits)} → {_fmt(after, digits)}{unit}{ratio}"
 
 
@@ -147,7 +149,8 @@ def xmin_findings(phases: pl.DataFrame) -> list[str]:
         if not {"baseline", "held"} <= set(by):
             continue
         b, h = by["baseline"], by["held"]
-        text = (f"**{design} / {holder}**: peak dead tuples {_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'])}; "
+        text = (f"**{design} / {holder}**: peak dead tuples "
+                f"{_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'], ratio_from=100)}; "
                 f"size growth during the phase {_mb(b['data_bytes_growth'])} → {_mb(h['data_bytes_growth'])} MB; "
                 f"dequeue {_change(b['dequeue_rate'], h['dequeue_rate'], ' jobs/s')}; "
                 f"bystander p95 {_change(b['bystander_p95_ms'], h['bystander_p95_ms'], ' ms', 2)}")

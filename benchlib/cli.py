@@ -1,58 +1,74 @@
 """`python -m benchlib ...`: parse, validate, call into the studies. Nothing else.
 
-    python -m benchlib drain --backend postgres --queue skip_locked --consumers 1,2,4 \
-        --batch 1,10,50 --prefill 2000 --samples 3
-    python -m benchlib sweep --profile standard     # papermill, every study, every run
-    python -m benchlib report                       # figures/ + report.md from data/
+    python -m benchlib drain --backend postgres --queue skip_locked --consumers 1,2,4 \\
+        --batch 1,10,50 --prefill 2000 --samples 3      # an ad-hoc run, kept in build/runs/<id>/
+    python -m benchlib sweep --profile standard         # papermill, every study, every run
+    python -m benchlib report --profile standard        # figures/ + report.md from data/
 
-A BenchError (bad input, no server, unreachable DSN) prints one line to stderr and
-exits with code 2, before any work starts.
+Every input is checked before any work starts; a BenchError (bad input, no server,
+an unreachable DSN, a busy data directory) prints one line to stderr and exits 2.
+Ctrl-C and SIGTERM stop the run in order and print one line (exit 130).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 from benchlib.errors import BenchError
 
 
+def _settings(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BenchError(f"--set takes NAME=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def _drain(args: argparse.Namespace) -> None:
+    from benchlib import outputs
+    from benchlib.results import new_run_id
     from benchlib.studies import drain
+    from benchlib.tables import fmt
 
     params = drain.Params(backend=args.backend, queue=args.queue, consumers=args.consumers,
                           batch_sizes=args.batch, prefill=args.prefill, samples=args.samples,
-                          warmup=args.warmup, idle_timeout_s=args.idle_timeout)
-    # run() opens the backend before anything else: no server -> BenchError, nothing written
-    df = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=None if args.no_save else args.data_dir,
-                               force=args.force, profile=args.profile))
-    from benchlib.report import drain_table, markdown
-
-    print(markdown(drain_table(drain.summarize(df))))
-    if not args.no_save:
-        print(f"wrote {Path(args.data_dir) / drain.STUDY}/{params.backend}__{params.queue}.parquet")
+                          warmup=args.warmup, idle_timeout_s=args.idle_timeout, settings=_settings(args.set),
+                          pg_major=args.pg_major)
+    data_dir = None if args.no_save else Path(args.data_dir or outputs.adhoc_dir(new_run_id()))
+    started = time.monotonic()
+    run = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=data_dir, force=args.force, profile="adhoc",
+                                accept_server_settings=args.accept_server_settings))
+    print(drain.analysis.table(drain.analysis.summarize(run.samples)).markdown())
+    totals = drain.analysis.totals(run.tables)
+    where = f"results in {run.published}/" if run.published else "nothing written (--no-save)"
+    print(f"\n{drain.STUDY} {drain.measure.stem(params)}: {len(run.manifest['cells'])} cells in "
+          f"{time.monotonic() - started:.0f} s; lost {fmt(totals['lost'])}, duplicates {fmt(totals['duplicates'])}, "
+          f"failed samples {fmt(totals['failed'])}; {where}")
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    from benchlib import notebooks
+    from benchlib import sweep
     from benchlib.studies import STUDIES
 
-    studies = [args.study] if args.study else list(STUDIES)
-    # every run of every study is validated before the first one starts
-    plans = {s: notebooks.plan(s, args.profile, data_dir=Path(args.data_dir), force=args.force) for s in studies}
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    logging.getLogger("papermill").setLevel(logging.INFO)
-    for study, jobs in plans.items():
-        notebooks.execute(study, jobs)
+    if args.study and args.study not in STUDIES:
+        raise BenchError(f"unknown study {args.study!r}: choose one of {', '.join(STUDIES)}")
+    table = sweep.run(args.profile, [args.study] if args.study else None, force=args.force,
+                      accept_server_settings=args.accept_server_settings)
+    print(table.markdown(), file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> None:
     from benchlib import report
 
-    out = report.build(data_dir=Path(args.data_dir), figures_dir=Path(args.figures_dir), out=Path(args.out))
+    out = report.build(args.profile, data_dir=args.data_dir and Path(args.data_dir),
+                       figures_dir=args.figures_dir and Path(args.figures_dir), out=args.out and Path(args.out))
     print(f"wrote {out}")
 
 
@@ -60,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchlib", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("drain", help="run the drain study once and print its table")
+    d = sub.add_parser("drain", help="run the drain study once, print its table, keep the results apart")
     d.add_argument("--backend", default="postgres", help="postgres | sqlite (default postgres)")
     d.add_argument("--queue", default=None, help="queue design (default: the backend's first)")
     d.add_argument("--consumers", default="1,2,4", help="comma list, e.g. 1,2,4")
@@ -69,24 +85,30 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--samples", default=3, help="measured samples per cell (default 3)")
     d.add_argument("--warmup", default=1, help="warm-up samples per cell, discarded (default 1)")
     d.add_argument("--idle-timeout", default=10.0, help="seconds without progress before giving up")
+    d.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="a server setting (PostgreSQL -c, SQLite PRAGMA); repeatable")
+    d.add_argument("--pg-major", default=None, help="PostgreSQL major version to run on (default: the wheel's)")
     d.add_argument("--dsn", default=None, help="use this server instead of a throwaway one (or BENCH_PG_DSN)")
-    d.add_argument("--data-dir", default="data", help="where results go (default data/)")
+    d.add_argument("--accept-server-settings", action="store_true",
+                   help="with --dsn: run with the server's values where they differ from the study's settings")
+    d.add_argument("--data-dir", default=None, help="where results go (default build/runs/<run id>/)")
     d.add_argument("--no-save", action="store_true", help="print only; write nothing")
-    d.add_argument("--force", action="store_true", help="rerun cells even if cached")
-    d.add_argument("--profile", default="adhoc", help="label recorded in the manifest")
+    d.add_argument("--force", action="store_true", help="rerun cells even if cached in --data-dir")
     d.set_defaults(func=_drain)
 
     s = sub.add_parser("sweep", help="execute every study notebook for a profile (papermill)")
     s.add_argument("--profile", default="standard", help="smoke | standard | full")
     s.add_argument("--study", default=None, help="only this study")
-    s.add_argument("--data-dir", default="data")
     s.add_argument("--force", action="store_true", help="rerun cells even if cached")
+    s.add_argument("--accept-server-settings", action="store_true",
+                   help="with BENCH_PG_DSN: run with the server's values where they differ from the study's")
     s.set_defaults(func=_sweep)
 
-    r = sub.add_parser("report", help="render figures/ and report.md from data/")
-    r.add_argument("--data-dir", default="data")
-    r.add_argument("--figures-dir", default="figures")
-    r.add_argument("--out", default="report.md")
+    r = sub.add_parser("report", help="render a profile's figures and report from its data")
+    r.add_argument("--profile", default="standard", help="smoke | standard | full (default standard)")
+    r.add_argument("--data-dir", default=None, help="default: the profile's (data/, or build/<profile>/data)")
+    r.add_argument("--figures-dir", default=None, help="default: the profile's (figures/, or build/<profile>/figures)")
+    r.add_argument("--out", default=None, help="default: report.md for standard, build/<profile>/report.md for smoke")
     r.set_defaults(func=_report)
     return p
 
@@ -104,6 +126,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished cells are kept in data/<study>/.cells; rerun to resume", file=sys.stderr)
+        print("interrupted: finished cells are kept in the resume cache; rerun to resume", file=sys.stderr)
         return 130
     return 0

@@ -7,16 +7,17 @@ from a capped or pre-sorted subset (METHOD rule 4).
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import tempfile
 import time
 from array import array
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
+
+from benchlib import tempdirs
+from benchlib.provision.binaries import ServerBinaries
+from benchlib.provision.local_cluster import as_server, hand_over
 
 now_ns = time.perf_counter_ns
 PERCENTILES = (50, 95, 99)
@@ -54,7 +55,7 @@ class Latencies:
         return dict(zip(keys, [float(x) for x in q] + [float(values.max())]))
 
 
-def fsync_rate(bindir: Path | None, seconds: int = 1) -> float | None:
+def fsync_rate(binaries: ServerBinaries | None, seconds: int = 1) -> float | None:
     """fdatasync'ed 8 kB writes per second on this machine's temp disk (pg_test_fsync).
 
     The ceiling on durable commits per second for one session; reported next to the
@@ -62,18 +63,15 @@ def fsync_rate(bindir: Path | None, seconds: int = 1) -> float | None:
     pg_test_fsync is not available. Only the first section of its output is needed,
     so we stop it there.
     """
-    exe = bindir / "pg_test_fsync" if bindir else None
+    exe = binaries.bindir / "pg_test_fsync" if binaries else None
     if exe is None or not exe.exists():
         return None
-    user = "postgres" if os.geteuid() == 0 else None
-    with tempfile.TemporaryDirectory(prefix="benchlib-fsync-") as tmp:
-        if user:
-            import shutil
-
-            shutil.chown(tmp, user)
-        rate = None
-        with subprocess.Popen([str(exe), "-s", str(seconds), "-f", f"{tmp}/probe"], cwd=tmp, user=user,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+    root = tempdirs.make("fsync")
+    rate = None
+    try:
+        hand_over(root)
+        with subprocess.Popen([str(exe), "-s", str(seconds), "-f", str(root / "probe")], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, **as_server(cwd=root)) as proc:
             try:
                 for line in proc.stdout:
                     m = re.match(r"\s*fdatasync\s+([\d.]+) ops/sec", line)
@@ -82,4 +80,6 @@ def fsync_rate(bindir: Path | None, seconds: int = 1) -> float | None:
                         break
             finally:
                 proc.kill()
-        return rate
+    finally:
+        tempdirs.remove(root)
+    return rate

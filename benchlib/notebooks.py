@@ -1,10 +1,17 @@
-"""Execute a study's notebook headless with papermill, once per run of a profile.
+"""Execute a study's notebook headless with papermill, quietly.
 
-papermill only *warns* about parameters the notebook does not declare, so a typo
-would silently run the defaults; we compare names against the notebook's
-`parameters` cell first and refuse. Executed copies go to build/notebooks/, never
-over the source. A DSN is never injected (it would be written into the executed
-notebook): the kernel inherits BENCH_PG_DSN from the environment instead.
+- papermill only *warns* about parameters the notebook does not declare, so a typo
+  would silently run the defaults; `check_names` compares against the notebook's
+  `parameters` cell first and refuses.
+- Executed copies go to build/notebooks/, never over the source.
+- A DSN is never injected (it would be written into the executed notebook): the
+  kernel inherits BENCH_PG_DSN from the environment instead.
+- The kernel is ours alone and quiet (`QuietKernel`): it speaks over unix (IPC)
+  sockets in a private directory instead of TCP ports, its own stdout/stderr go to
+  a log file beside the executed notebook instead of the terminal, and it runs in a
+  session of its own (Jupyter's default), so a Ctrl-C in the terminal reaches the
+  sweep only. The sweep then interrupts the kernel, whose study run unwinds in
+  order (servers stopped, directories removed) before the kernel is shut down.
 """
 from __future__ import annotations
 
@@ -12,16 +19,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchlib import sweeps
+from jupyter_client.manager import AsyncKernelManager
+
+from benchlib import tempdirs
 from benchlib.errors import BenchError
-from benchlib.results import REPO_ROOT
+from benchlib.outputs import REPO_ROOT
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 BUILD_DIR = REPO_ROOT / "build" / "notebooks"
+RUN_OPTIONS = ("data_dir", "force", "profile")  # notebook parameters that are not study Params
+SHUTDOWN_GRACE_S = 30  # how long an interrupted kernel may take to stop its servers
 
 
 def notebook_for(study: str) -> Path:
-    path = NOTEBOOK_DIR / f"{study}.ipynb"
+    from benchlib.studies import STUDIES
+
+    path = NOTEBOOK_DIR / STUDIES[study].NOTEBOOK
     if not path.exists():
         raise BenchError(f"no notebook for study {study!r} at {path}")
     return path
@@ -41,31 +54,43 @@ def check_names(notebook: Path, parameters: dict[str, Any], declared: set[str] |
                          f"(it declares {', '.join(sorted(declared))})")
 
 
-def plan(study: str, profile: str, *, data_dir: Path, force: bool = False,
-         build_dir: Path = BUILD_DIR) -> list[tuple[Path, dict[str, Any]]]:
-    """(output notebook, parameters) for every run, all validated before any runs."""
-    notebook = notebook_for(study)
-    declared = declared_parameters(notebook)
-    jobs = []
-    for run in sweeps.load(study, profile):
-        parameters = {**run, "data_dir": str(Path(data_dir).resolve()), "force": force, "profile": profile}
-        check_names(notebook, parameters, declared)
-        name = "__".join(str(run.get(k)) for k in ("backend", "queue") if run.get(k)) or study
-        jobs.append((Path(build_dir) / study / profile / f"{name}.ipynb", parameters))
-    return jobs
+class QuietKernel(AsyncKernelManager):
+    """A python3 kernel over IPC sockets, logging to `log_path` (set per execution)."""
+
+    log_path: Path = Path(os.devnull)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._ipc_dir = tempdirs.make("kernel")
+        self.transport = "ipc"
+        self.ip = str(self._ipc_dir / "kernel")
+        self.shutdown_wait_time = SHUTDOWN_GRACE_S
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            kw["stdout"] = kw["stderr"] = log
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            tempdirs.remove(self._ipc_dir)
 
 
-def execute(study: str, jobs: list[tuple[Path, dict[str, Any]]]) -> None:
+def execute(notebook: Path, out: Path, parameters: dict[str, Any]) -> None:
+    """Run `notebook` with `parameters` into `out` (its kernel log at out.with_suffix('.log'))."""
     import papermill
 
-    notebook = notebook_for(study)
-    os.environ.setdefault("BENCH_PROGRESS", "log")  # the kernel inherits it: line-wise bars in the log
-    for i, (out, parameters) in enumerate(jobs, 1):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        print(f"[{study} {i}/{len(jobs)}] {out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}",
-              flush=True)
-        try:
-            papermill.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(NOTEBOOK_DIR),
-                                       log_output=True, progress_bar=False, kernel_name="python3")
-        except papermill.PapermillExecutionError as err:
-            raise BenchError(f"{out.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kernel = type("QuietKernel", (QuietKernel,), {"log_path": out.with_suffix(".log")})
+    try:
+        papermill.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(NOTEBOOK_DIR),
+                                   log_output=False, progress_bar=False, kernel_name="python3",
+                                   kernel_manager_class=kernel)
+    except papermill.PapermillExecutionError as err:
+        if err.ename == "KeyboardInterrupt":
+            raise KeyboardInterrupt from None
+        evalue = err.evalue.splitlines()[0] if err.evalue else ""
+        raise BenchError(f"{out.name} failed in cell {err.exec_count}: {err.ename}: {evalue} "
+                         f"(the executed notebook and its log are in {out.parent})") from None

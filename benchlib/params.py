@@ -6,7 +6,7 @@ Each message names the parameter and says what to change.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchlib.errors import BenchError
@@ -73,3 +73,26 @@ def names(name: str, values: Any, options: Iterable[str]) -> tuple[str, ...]:
     if len(set(out)) != len(out):
         raise BenchError(f"{name} lists a value twice: {','.join(out)}")
     return out
+
+
+def settings(name: str, value: Any) -> dict[str, str]:
+    """Server settings (or SQLite pragmas): {name: value}; the backend checks names and values."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BenchError(f"{name} must be a mapping of setting names to values, got {value!r}")
+    out = {}
+    for key, v in value.items():
+        if not isinstance(key, str) or not key.replace("_", "").replace(".", "").isalnum():
+            raise BenchError(f"{name}: {key!r} is not a setting name")
+        out[key] = str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def pg_major(value: Any, backend: str = "postgres") -> int | None:
+    """The PostgreSQL major version a study asks for (None: the default server's)."""
+    if value is None:
+        return None
+    if backend != "postgres":
+        raise BenchError(f"pg_major applies to the postgres backend only, not {backend}: drop it")
+    return _as_int("pg_major", value, 10)

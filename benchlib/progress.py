@@ -1,23 +1,104 @@
 """Progress bars (tqdm) that suit where the code runs.
 
-tqdm.auto draws a widget in JupyterLab and a bar in a terminal. Under `make report`
-the notebooks run headless in papermill, whose log relays stderr line by line, so
-there we switch to a plain bar that prints a line every few seconds
-(BENCH_PROGRESS=log, set by benchlib.notebooks).
+- In JupyterLab, tqdm.auto draws a widget; in a terminal, a bar on stderr.
+- Under `make report` a notebook runs in a papermill kernel whose output nobody
+  sees live. There the sweep sets BENCH_PROGRESS_FILE: the kernel's bar draws
+  nothing and instead keeps the file up to date (a small JSON state), and the sweep
+  process draws one bar per study run from it, with an ETA, in the terminal
+  (`Relay` / `follow`). The kernel's log stays out of the terminal.
+- BENCH_PROGRESS=off silences bars (tests, nbval).
 """
 from __future__ import annotations
 
+import io
+import json
 import os
 import sys
+import threading
+from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm as plain_tqdm
 from tqdm.auto import tqdm as auto_tqdm
+
+RELAY_ENV = "BENCH_PROGRESS_FILE"
+
+
+def _write_state(path: Path, state: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
+
+
+class Relay(plain_tqdm):
+    """A bar that draws nothing and mirrors its state into a file for another process."""
+
+    def __init__(self, *args: Any, path: str, **kwargs: Any) -> None:
+        self._path = Path(path)
+        super().__init__(*args, file=io.StringIO(), mininterval=0.5, **kwargs)
+
+    def display(self, msg: str | None = None, pos: int | None = None) -> None:
+        _write_state(self._path, {"n": self.n, "total": self.total, "desc": self.desc,
+                                  "postfix": self.postfix or ""})
 
 
 def bar(total: int, desc: str, enabled: bool = True):
     mode = os.environ.get("BENCH_PROGRESS", "auto")
     if not enabled or mode == "off":
         return plain_tqdm(total=total, desc=desc, disable=True)
-    if mode == "log":
-        return plain_tqdm(total=total, desc=desc, file=sys.stderr, ascii=True, mininterval=15, ncols=100)
-    return auto_tqdm(total=total, desc=desc)
+    if relay := os.environ.get(RELAY_ENV):
+        return Relay(total=total, desc=desc, path=relay)
+    return auto_tqdm(total=total, desc=desc, file=sys.stderr)
+
+
+def record(path: str | None = None, **facts: Any) -> None:
+    """Add facts about the finished run to the relay file (what the sweep's summary reports)."""
+    path = path or os.environ.get(RELAY_ENV)
+    if not path:
+        return
+    p = Path(path)
+    try:
+        state = json.loads(p.read_text())
+    except (OSError, ValueError):
+        state = {}
+    _write_state(p, {**state, "result": {**state.get("result", {}), **facts}})
+
+
+class follow:
+    """Draw a terminal bar from a relay file while `with` runs (a thread polls the file)."""
+
+    def __init__(self, path: Path, desc: str, interval: float = 0.5):
+        self.path, self.desc, self.interval = path, desc, interval
+        self.state: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._bar: plain_tqdm | None = None
+
+    def _poll(self) -> None:
+        try:
+            state = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return
+        self.state = state
+        if state.get("total") is None:
+            return
+        if self._bar is None:
+            self._bar = plain_tqdm(total=state["total"], desc=self.desc, file=sys.stderr, dynamic_ncols=True)
+        self._bar.set_postfix_str(state.get("postfix", ""), refresh=False)
+        self._bar.update(state["n"] - self._bar.n)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._poll()
+
+    def __enter__(self) -> follow:
+        self.path.unlink(missing_ok=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._poll()
+        if self._bar is not None:
+            self._bar.close()

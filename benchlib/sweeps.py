@@ -30,7 +30,15 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
     """The validated parameter sets (one per run) of `profile` for `study`."""
     module = study_module(study)
     path = PROFILE_DIR / f"{study}.yaml"
-    spec = yaml.safe_load(path.read_text()) or {}
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise BenchError(f"{path}{where}: not valid YAML ({problem}): fix the profile file") from None
+    if not isinstance(spec, dict):
+        raise BenchError(f"{path}: expected a mapping of profiles (smoke, standard, full), got {type(spec).__name__}")
     if profile not in spec:
         raise BenchError(f"unknown profile {profile!r} for {study}: choose one of {', '.join(spec)}")
     entry = spec[profile] or {}

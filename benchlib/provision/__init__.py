@@ -1,37 +1,68 @@
-"""Where a database comes from: one registry of backends, one way to open them.
+"""Where a database comes from: one registry of backends, checked before anything starts.
 
-`open_backend(name, ...)` is an async context manager yielding a *target* with
-`connect()` (a client connection for one worker) and `describe()` (what the
-manifest records: version and effective settings). Adding a backend means one
-module here and one line in BACKENDS.
+Each backend has `preflight(settings, dsn=, major=, connections=, accept_server_settings=)`,
+which decides and checks everything without starting a server (bad settings, an
+unreachable DSN, too few connections: a one-line BenchError), and `open(plan)`, an
+async context manager yielding a *target* with `connect()` (a client connection for
+one worker), `describe()` (what the manifest records) and `on_this_machine`.
+Adding a backend means one module here and one entry in BACKENDS.
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from benchlib.errors import BenchError
-from benchlib.provision import postgres as _pg  # the module; its postgres() is _pg.postgres
+from benchlib.provision import postgres as _pg
 from benchlib.provision.postgres import PgServer, redact
-from benchlib.provision.sqlite import SqliteConn, SqliteTarget, sqlite
-
-BACKENDS = ("postgres", "sqlite")
+from benchlib.provision.sqlite import SqliteConn, SqliteTarget, check_pragmas, sqlite
 
 Target = PgServer | SqliteTarget
 
 
+@dataclass(frozen=True)
+class SqlitePlan:
+    settings: dict[str, str]
+    way: str = "file"
+    source: str = "Python's sqlite3 module"
+
+
+async def _sqlite_preflight(settings: Mapping[str, str] | None = None, **_: Any) -> SqlitePlan:
+    check_pragmas(settings)
+    return SqlitePlan({str(k): str(v) for k, v in (settings or {}).items()})
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    preflight: Callable[..., Awaitable[Any]]
+    open: Callable[[Any], AbstractAsyncContextManager[Target]]
+
+
+BACKENDS: dict[str, Backend] = {
+    "postgres": Backend("postgres", _pg.preflight, _pg.postgres),
+    "sqlite": Backend("sqlite", _sqlite_preflight, lambda plan: sqlite(pragmas=plan.settings)),
+}
+
+
+def backend(name: str) -> Backend:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise BenchError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}") from None
+
+
 @asynccontextmanager
-async def open_backend(backend: str, *, settings: Mapping[str, Any] | None = None,
-                       dsn: str | None = None) -> AsyncIterator[Target]:
-    if backend == "postgres":
-        async with _pg.postgres(settings=settings, dsn=dsn) as server:
-            yield server
-    elif backend == "sqlite":
-        async with sqlite(pragmas=settings) as target:
-            yield target
-    else:
-        raise BenchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+async def open_backend(name: str, *, settings: Mapping[str, Any] | None = None, dsn: str | None = None,
+                       major: int | None = None) -> AsyncIterator[Target]:
+    """preflight + open in one step (tests and simple callers)."""
+    b = backend(name)
+    plan = await b.preflight(settings, dsn=dsn, major=major)
+    async with b.open(plan) as target:
+        yield target
 
 
-__all__ = ["BACKENDS", "PgServer", "SqliteConn", "SqliteTarget", "Target", "open_backend", "redact", "sqlite"]
+__all__ = ["BACKENDS", "Backend", "PgServer", "SqliteConn", "SqliteTarget", "Target", "backend", "open_backend",
+           "redact", "sqlite"]

@@ -12,6 +12,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 
+def image() -> str:
+    return os.environ.get("BENCH_PG_IMAGE", "postgres:17")
+
+
 def available() -> bool:
     """True when a Docker engine answers a ping within a few seconds."""
     try:
@@ -31,8 +35,7 @@ async def container(settings: Mapping[str, str]) -> AsyncIterator[str]:
     """Start a throwaway container with `settings` as -c options; yield its DSN."""
     from testcontainers.postgres import PostgresContainer
 
-    image = os.environ.get("BENCH_PG_IMAGE", "postgres:17")
-    pg = PostgresContainer(image, username="postgres", password=secrets.token_urlsafe(12),
+    pg = PostgresContainer(image(), username="postgres", password=secrets.token_urlsafe(12),
                            dbname="postgres", driver=None)
     if settings:
         pg.with_command("postgres " + " ".join(f"-c {k}={v}" for k, v in settings.items()))

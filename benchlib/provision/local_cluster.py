@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster from the server binaries already on the machine.
+"""A throwaway PostgreSQL cluster, ours alone, that cannot outlive the run.
 
 Why it is built this way:
 - `postgres` runs as our direct child (not daemonised by `pg_ctl start`) with a
@@ -6,124 +6,166 @@ Why it is built this way:
   SIGKILLed, the kernel stops the server: no orphan `postgres`, ever.
 - It gets its own session, so a Ctrl-C in the terminal reaches Python only; our
   `finally` then performs an orderly fast shutdown and removes the directory.
+- Nobody else can connect. The server listens on no TCP address at all, only on a
+  unix socket inside its 0700 data root (see tempdirs.py); pg_hba.conf allows local
+  connections only. File permissions are the access control: only the account that
+  runs the server (and root) can reach the socket. We chose this over TCP with a
+  random scram password because nothing we drive needs TCP (asyncpg, psycopg,
+  pgbench and the peers' drivers all speak unix sockets) and a socket in a private
+  directory leaves no port to find in `ss` or `ps`.
 - initdb and postgres refuse to run as root, so as root both run as the `postgres`
-  system user (created if absent) in a temp dir that user owns.
-- The server listens on a unix socket inside that private directory (and on
-  127.0.0.1 at a free port, handy for psql while debugging); nothing else can
-  collide with it.
+  system user (created if absent) with that user's own groups, never root's.
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
+import difflib
+import hashlib
 import os
 import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from benchlib import tempdirs
 from benchlib.errors import BenchError
+from benchlib.provision.binaries import ServerBinaries
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
 _LIVE: set[LocalCluster] = set()
+SERVER_ACCOUNT = "postgres"
+# Binaries the server account cannot reach (a venv under root's 0700 home) are copied
+# here once: root-owned, so no other user can change what root then runs as postgres.
+BINARY_CACHE = Path("/var/cache/benchlib")
+HBA = "# benchlib throwaway cluster: unix socket only, in a 0700 directory\nlocal all all trust\n"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGQUIT)
 
 
-def find_bindirs() -> list[Path]:
-    """Directories holding initdb + postgres, newest major version first.
-
-    Looks at $BENCH_PG_BINDIR, Debian/Ubuntu and RHEL layouts, `pg_config --bindir`
-    and PATH (which is where conda-forge's postgresql lands).
-    """
-    candidates: list[Path] = []
-    if env := os.environ.get("BENCH_PG_BINDIR"):
-        candidates.append(Path(env))
-    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"))
-    candidates += sorted(Path("/usr").glob("pgsql-*/bin"))
-    if pg_config := shutil.which("pg_config"):
-        try:
-            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10)
-            candidates.append(Path(out.stdout.strip()))
-        except (OSError, subprocess.SubprocessError):
-            pass
-    if initdb := shutil.which("initdb"):
-        candidates.append(Path(initdb).resolve().parent)
-    found: dict[Path, int] = {}
-    for d in candidates:
-        d = d.resolve()
-        if d in found or not (d / "initdb").exists() or not (d / "postgres").exists():
-            continue
-        found[d] = _major_version(d)
-    return sorted(found, key=lambda d: found[d], reverse=True)
-
-
-def _major_version(bindir: Path) -> int:
-    try:
-        out = subprocess.run([bindir / "postgres", "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return -1
-    m = re.search(r"(\d+)(?:\.\d+)?", out.stdout)
-    return int(m.group(1)) if m else -1
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _server_user() -> str | None:
-    """The account to run the server as, or None to run as ourselves (not root)."""
+def server_user() -> pwd.struct_passwd | None:
+    """The account to run server programs as, or None to run them as ourselves (not root)."""
     if os.geteuid() != 0:
         return None
     try:
-        pwd.getpwnam("postgres")
+        return pwd.getpwnam(SERVER_ACCOUNT)
     except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"],
-            check=True, capture_output=True,
-        )
-    return "postgres"
+        subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        SERVER_ACCOUNT], check=True, capture_output=True)
+        return pwd.getpwnam(SERVER_ACCOUNT)
 
 
-OWNER_FILE = "benchlib.owner"  # the pid of the Python process that made the dir
+def as_server(**popen: Any) -> dict[str, Any]:
+    """subprocess keyword arguments that run a program as the server account.
 
-
-def sweep_stale() -> None:
-    """Remove data dirs left by runs that were SIGKILLed (their server died with them).
-
-    A dir is stale when the process that created it is gone; its server cannot be
-    running, because the parent-death signal stopped it.
+    `user=` alone would keep root's group and supplementary groups; we set the
+    account's primary group and its own supplementary groups explicitly.
     """
-    for root in Path(tempfile.gettempdir()).glob("benchlib-pg-*"):
-        try:
-            os.kill(int((root / OWNER_FILE).read_text()), 0)
-            continue  # its owner lives: another run's cluster
-        except ProcessLookupError:
-            shutil.rmtree(root, ignore_errors=True)
-        except (OSError, ValueError):
-            continue  # not ours to judge (no owner file yet, or not readable)
+    pw = server_user()
+    if pw is not None:
+        popen |= {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": os.getgrouplist(pw.pw_name, pw.pw_gid)}
+    return popen
+
+
+def hand_over(path: Path) -> None:
+    """Give a file or directory we made to the server account (no-op when we are not root)."""
+    if (pw := server_user()) is not None:
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def runnable(binaries: ServerBinaries) -> ServerBinaries:
+    """Binaries the server account can execute: as found, or a root-owned copy.
+
+    A virtualenv under /root (mode 0700) holds the wheel's binaries where the
+    postgres account cannot reach them; we then copy the installation (bin, lib,
+    share) to BINARY_CACHE once and use that.
+    """
+    if server_user() is None or _runs_as_server(binaries.bindir):
+        return binaries
+    prefix = binaries.bindir.parent
+    tag = hashlib.sha256(str(prefix).encode()).hexdigest()[:8]
+    target = BINARY_CACHE / f"postgres-{binaries.version}-{tag}"
+    if not _runs_as_server(target / "bin"):
+        staging = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        for part in ("bin", "lib", "share"):
+            if (prefix / part).is_dir():
+                shutil.copytree(prefix / part, staging / part, symlinks=True)
+        for d in (BINARY_CACHE, staging, *staging.rglob("*")):
+            if d.is_dir():
+                d.chmod(0o755)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        if not _runs_as_server(target / "bin"):
+            raise BenchError(f"the {SERVER_ACCOUNT} account cannot run PostgreSQL from {binaries.bindir} nor from "
+                             f"a copy in {target}: install benchlib where that account can read it")
+    return ServerBinaries(target / "bin", binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
+
+
+def _runs_as_server(bindir: Path) -> bool:
+    try:
+        res = subprocess.run([str(bindir / "postgres"), "--version"], capture_output=True, timeout=10,
+                             **as_server(cwd="/"))
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return res.returncode == 0
+
+
+def check_settings(binaries: ServerBinaries, settings: dict[str, str], show: str = "max_connections") -> str:
+    """Validate server settings with the server's own parser, before any server starts.
+
+    `postgres -C <name> -c k=v ...` parses every -c option exactly as a start would
+    (unknown names, bad values, out-of-range numbers) and prints one setting's
+    effective value; it needs only a data directory with a postgresql.conf. Returns
+    that value (by default max_connections, for the connection check).
+    """
+    root = tempdirs.make("check")
+    try:
+        (root / "postgresql.conf").write_text("")
+        hand_over(root)
+        hand_over(root / "postgresql.conf")
+        cmd = [str(binaries.bindir / "postgres"), "-D", str(root), "-C", show]
+        for key, value in settings.items():
+            cmd += ["-c", f"{key}={value}"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **as_server(cwd=root))
+    finally:
+        tempdirs.remove(root)
+    if res.returncode != 0:
+        raise BenchError(_settings_error(binaries, res.stderr, settings))
+    return res.stdout.strip()
+
+
+def _settings_error(binaries: ServerBinaries, stderr: str, settings: dict[str, str]) -> str:
+    lines = [l.split("FATAL:", 1)[1].strip() for l in stderr.splitlines() if "FATAL:" in l]
+    message = lines[0] if lines else (stderr.strip().splitlines() or ["(no message)"])[-1]
+    hint = next((l.split("HINT:", 1)[1].strip() for l in stderr.splitlines() if "HINT:" in l), "")
+    if m := re.search(r'unrecognized configuration parameter "([^"]+)"', message):
+        known = subprocess.run([str(binaries.bindir / "postgres"), "--describe-config"], capture_output=True,
+                               text=True, timeout=30, **as_server(cwd="/")).stdout
+        names = [l.split("\t", 1)[0] for l in known.splitlines()]
+        close = difflib.get_close_matches(m.group(1), names, n=1)
+        hint = f"did you mean {close[0]}?" if close else "see the PostgreSQL documentation for its name"
+    return (f"server setting rejected by PostgreSQL {binaries.version}: {message}"
+            + (f" ({hint})" if hint else "") + ": fix it in the profile or --set")
 
 
 @dataclass(eq=False)
 class LocalCluster:
     """One initdb'd data directory and the postgres process serving it."""
 
-    bindir: Path
+    binaries: ServerBinaries
     settings: dict[str, str] = field(default_factory=dict)
     root: Path | None = None
-    port: int = 0
     proc: subprocess.Popen | None = None
+    port: int = 5432  # part of the socket's file name only: nothing listens on TCP
 
     @property
     def socket_dir(self) -> Path:
@@ -135,52 +177,57 @@ class LocalCluster:
         return f"postgresql://postgres@/postgres?host={self.socket_dir}&port={self.port}"
 
     @property
+    def data_dir(self) -> Path:
+        assert self.root is not None
+        return self.root / "data"
+
+    @property
     def log_path(self) -> Path:
         assert self.root is not None
         return self.root / "postgres.log"
 
     def start(self, timeout: float = 60.0) -> None:
-        user = _server_user()
-        sweep_stale()
-        self.root = Path(tempfile.mkdtemp(prefix="benchlib-pg-"))
+        self.binaries = runnable(self.binaries)
+        self.root = tempdirs.make("pg")
         _LIVE.add(self)
         try:
-            (self.root / OWNER_FILE).write_text(str(os.getpid()))
-            if user:
-                pw = pwd.getpwnam(user)
-                os.chown(self.root, pw.pw_uid, pw.pw_gid)
-            self._initdb(user)
-            self.port = _free_port()
-            opts = {
-                "port": str(self.port),
-                "listen_addresses": "127.0.0.1",
-                "unix_socket_directories": str(self.socket_dir),
-                **self.settings,
-            }
-            cmd = [str(self.bindir / "postgres"), "-D", str(self.root / "data")]
-            for key, value in opts.items():
-                cmd += ["-c", f"{key}={value}"]
-            with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(
-                    cmd, cwd=self.root, user=user, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-                )
-            self._wait_ready(timeout)
+            hand_over(self.root)
+            self._initdb()
+            self.launch(timeout)
         except BaseException:
             self.stop()
             raise
 
-    def _initdb(self, user: str | None) -> None:
-        cmd = [str(self.bindir / "initdb"), "-D", str(self.root / "data"), "-U", "postgres",
+    def launch(self, timeout: float = 60.0) -> None:
+        """Start postgres on the existing data directory and wait until it accepts connections."""
+        opts = {
+            "listen_addresses": "",
+            "port": str(self.port),
+            "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
+            **self.settings,
+        }
+        cmd = [str(self.binaries.bindir / "postgres"), "-D", str(self.data_dir)]
+        for key, value in opts.items():
+            cmd += ["-c", f"{key}={value}"]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=_die_with_parent,
+                                         **as_server(cwd=self.root))
+        self._wait_ready(timeout)
+
+    def _initdb(self) -> None:
+        cmd = [str(self.binaries.bindir / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
                "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"]
-        res = subprocess.run(cmd, cwd=self.root, user=user, capture_output=True, text=True)
+        res = subprocess.run(cmd, capture_output=True, text=True, **as_server(cwd=self.root))
         if res.returncode != 0:
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise BenchError(f"initdb failed in {self.bindir}: {tail[0]}")
+            raise BenchError(f"initdb failed in {self.binaries.bindir}: {tail[0]}")
+        (self.data_dir / "pg_hba.conf").write_text(HBA)  # no host lines: TCP is refused even if enabled
 
     def _wait_ready(self, timeout: float) -> None:
         """Ready once the postmaster.pid status line says so (no client library needed)."""
-        pidfile = self.root / "data" / "postmaster.pid"
+        pidfile = self.data_dir / "postmaster.pid"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -201,26 +248,30 @@ class LocalCluster:
             return "(no log)"
         return " | ".join(lines[-3:]) or "(empty log)"
 
+    def halt(self) -> None:
+        """Fast shutdown, escalating to immediate and kill; the data directory stays."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, grace in ((signal.SIGINT, 30), (signal.SIGQUIT, 10), (signal.SIGKILL, 10)):
+            try:
+                proc.send_signal(sig)
+                proc.wait(timeout=grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                return
+
     def stop(self) -> None:
-        """Fast shutdown, escalating to immediate and kill; then remove the directory.
+        """halt(), then remove the directory.
 
         Synchronous on purpose: it runs in `finally` blocks while a task may be
         cancelled, and must not be interrupted halfway.
         """
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            for sig, grace in ((signal.SIGINT, 30), (signal.SIGQUIT, 10), (signal.SIGKILL, 10)):
-                try:
-                    proc.send_signal(sig)
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-                except ProcessLookupError:
-                    break
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
+        self.halt()
+        tempdirs.remove(self.root)
+        self.root = None
         _LIVE.discard(self)
 
 

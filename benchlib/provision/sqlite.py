@@ -9,15 +9,16 @@ time is the operation's, not the bridge's.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from benchlib import tempdirs
+from benchlib.errors import BenchError
 
 T = TypeVar("T")
 
@@ -60,6 +61,7 @@ class SqliteTarget:
     pragmas: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PRAGMAS))
     kind: str = "file"
     backend: str = "sqlite"
+    on_this_machine: bool = True
 
     async def connect(self) -> SqliteConn:
         conn = SqliteConn(self.path, self.pragmas)
@@ -79,16 +81,27 @@ class SqliteTarget:
             "location": "temporary file",
             "version": f"SQLite {sqlite3.sqlite_version}",
             "major": int(sqlite3.sqlite_version.split(".")[0]),
+            "binaries": "Python's sqlite3 module",
             "settings_requested": dict(self.pragmas),
+            "settings_not_applied": {},
             "settings_non_default": effective,
         }
 
 
+def check_pragmas(pragmas: Mapping[str, str] | None) -> None:
+    """Unknown pragma names are an error before any work (SQLite ignores them silently)."""
+    with sqlite3.connect(":memory:") as db:
+        known = {row[0] for row in db.execute("PRAGMA pragma_list")}
+    for name in pragmas or {}:
+        if name not in known:
+            raise BenchError(f"SQLite {sqlite3.sqlite_version} has no pragma {name!r}: fix the study's settings")
+
+
 @asynccontextmanager
 async def sqlite(pragmas: Mapping[str, str] | None = None) -> AsyncIterator[SqliteTarget]:
-    """A fresh database file in a temp dir, removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="benchlib-sqlite-"))
+    """A fresh database file in a private temp dir (tempdirs: removed afterwards, swept if orphaned)."""
+    root = tempdirs.make("sqlite")
     try:
         yield SqliteTarget(path=root / "queue.db", pragmas={**DEFAULT_PRAGMAS, **(pragmas or {})})
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        tempdirs.remove(root)

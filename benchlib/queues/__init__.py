@@ -7,6 +7,7 @@ queue table. Nothing else in the harness names a queue.
 from __future__ import annotations
 
 from benchlib.errors import BenchError
+from benchlib.results import module_file
 from benchlib.queues.base import Job, PullQueue
 from benchlib.queues.rotation import Rotation
 from benchlib.queues.skip_locked import SkipLocked
@@ -24,6 +25,11 @@ def default_for(backend: str) -> str:
     raise BenchError(f"no queue runs on backend {backend!r}")
 
 
+def code_files(name: str) -> tuple[str, ...]:
+    """Source files of a queue's class and the benchlib classes it builds on: its measuring code."""
+    return tuple(dict.fromkeys(module_file(c) for c in QUEUES[name].__mro__ if c.__module__.startswith("benchlib.")))
+
+
 def get(name: str, backend: str | None = None) -> PullQueue:
     """An instance of queue `name`, checked against `backend` when given."""
     try:
@@ -36,4 +42,4 @@ def get(name: str, backend: str | None = None) -> PullQueue:
     return cls()
 
 
-__all__ = ["QUEUES", "Job", "PullQueue", "default_for", "get"]
+__all__ = ["QUEUES", "Job", "PullQueue", "code_files", "default_for", "get"]

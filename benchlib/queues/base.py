@@ -23,6 +23,9 @@ class PullQueue(Protocol):
     async def install(self, conn: Any) -> None:
         """Drop and recreate the design's tables: every sample starts empty."""
 
+    async def uninstall(self, conn: Any) -> None:
+        """Drop everything install created (a study cleans up a server that is not ours)."""
+
     async def enqueue_many(self, conn: Any, payloads: Sequence[str]) -> list[int]:
         """Insert jobs (JSON text payloads); return their ids."""
 

@@ -111,8 +111,12 @@ class Rotation:
 
     # --- PullQueue -------------------------------------------------------------------
 
+    async def uninstall(self, conn: asyncpg.Connection) -> None:
+        await conn.execute(SQL["uninstall"])
+
     async def install(self, conn: asyncpg.Connection) -> None:
         """Drop and recreate everything; take the first tick; register `self.group`."""
+        await self.uninstall(conn)
         await conn.execute(SQL["install"])
         await conn.execute(SQL["setup"], self.children)
         await self.tick(conn)

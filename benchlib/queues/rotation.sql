@@ -1,7 +1,7 @@
 -- `rotation`: a PgQ-style event log in plain SQL and PL/pgSQL (no extension, no
 -- background job). Why it is built this way: see the docstring of rotation.py.
 
--- name: install
+-- name: uninstall
 DO $$
 DECLARE
     f regprocedure;
@@ -17,6 +17,7 @@ DROP TABLE IF EXISTS rotation_events, rotation_ticks, rotation_groups, rotation_
     rotation_batches, rotation_state, rotation_log CASCADE;
 DROP SEQUENCE IF EXISTS rotation_event_id_seq, rotation_tick_id_seq;
 
+-- name: install
 CREATE SEQUENCE rotation_event_id_seq;  -- one id space across all children
 CREATE SEQUENCE rotation_tick_id_seq;
 

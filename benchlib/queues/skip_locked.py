@@ -7,37 +7,9 @@ two dead tuples behind: the subject of the xmin-horizon study.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import asyncpg
-
-from benchlib import sql
-
-SQL = sql.beside(__file__)
+from benchlib.queues.sql_queue import SqlQueue
 
 
-class SkipLocked:
+class SkipLocked(SqlQueue, sql_file=__file__):
     name = "skip_locked"
-    backend = "postgres"
-    kind = "pull"
     summary = "UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n); ack marks done"
-
-    async def install(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(SQL["install"])
-
-    async def enqueue_many(self, conn: asyncpg.Connection, payloads: Sequence[str]) -> list[int]:
-        rows = await conn.fetch(SQL["enqueue_many"], list(payloads))
-        return [r[0] for r in rows]
-
-    async def settle(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(SQL["settle"])
-        try:  # so prefill WAL is not flushed inside the timed window
-            await conn.execute(SQL["checkpoint"])
-        except asyncpg.InsufficientPrivilegeError:
-            pass  # a user's own server may not grant pg_checkpoint; ANALYZE is enough
-
-    async def dequeue(self, conn: asyncpg.Connection, n: int) -> list[asyncpg.Record]:
-        return await conn.fetch(SQL["dequeue"], n)
-
-    async def ack(self, conn: asyncpg.Connection, ids: Sequence[int]) -> None:
-        await conn.execute(SQL["ack"], ids)

@@ -1,7 +1,9 @@
 -- The textbook PostgreSQL queue: claim with FOR UPDATE SKIP LOCKED, archive by state.
 
--- name: install
+-- name: uninstall
 DROP TABLE IF EXISTS skip_locked_jobs;
+
+-- name: install
 CREATE TABLE skip_locked_jobs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     state       text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'claimed', 'done')),

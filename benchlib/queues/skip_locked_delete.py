@@ -9,33 +9,11 @@ horizon just the same.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import asyncpg
-
-from benchlib import sql
-
-SQL = sql.beside(__file__)
+from benchlib.queues.sql_queue import SqlQueue
 
 
-class SkipLockedDelete:
+class SkipLockedDelete(SqlQueue, sql_file=__file__):
+    """No `ack` statement: the dequeue deleted the jobs in its own transaction."""
+
     name = "skip_locked_delete"
-    backend = "postgres"
-    kind = "pull"
     summary = "WITH picked AS (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) DELETE ... RETURNING; no ack"
-
-    async def install(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(SQL["install"])
-
-    async def enqueue_many(self, conn: asyncpg.Connection, payloads: Sequence[str]) -> list[int]:
-        rows = await conn.fetch(SQL["enqueue_many"], list(payloads))
-        return [r[0] for r in rows]
-
-    async def settle(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(SQL["settle"])
-
-    async def dequeue(self, conn: asyncpg.Connection, n: int) -> list[asyncpg.Record]:
-        return await conn.fetch(SQL["dequeue"], n)
-
-    async def ack(self, conn: asyncpg.Connection, ids: Sequence[int]) -> None:
-        """Nothing to do: the dequeue deleted the jobs in its own transaction."""

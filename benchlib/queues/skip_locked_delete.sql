@@ -1,8 +1,10 @@
 -- Claim-and-delete: a job is taken and removed in one statement, so it is one
 -- transaction from the queue's point of view (the work would run inside it).
 
--- name: install
+-- name: uninstall
 DROP TABLE IF EXISTS skip_locked_delete_jobs;
+
+-- name: install
 CREATE TABLE skip_locked_delete_jobs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     payload     jsonb NOT NULL,

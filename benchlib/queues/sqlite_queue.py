@@ -36,7 +36,10 @@ class SqliteQueue:
     summary = "BEGIN IMMEDIATE; UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING; WAL, synchronous=FULL"
 
     async def install(self, conn: SqliteConn) -> None:
-        await conn.run(lambda db: db.executescript(SQL["install"]))
+        await conn.run(lambda db: db.executescript(SQL["uninstall"] + "\n" + SQL["install"]))
+
+    async def uninstall(self, conn: SqliteConn) -> None:
+        await conn.run(lambda db: db.executescript(SQL["uninstall"]))
 
     async def enqueue_many(self, conn: SqliteConn, payloads: Sequence[str]) -> list[int]:
         # json_each over an array of JSON texts yields each payload as text

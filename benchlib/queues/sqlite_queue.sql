@@ -2,8 +2,10 @@
 -- so a dequeue takes the write lock up front (BEGIN IMMEDIATE): a deferred
 -- transaction that read first could fail with SQLITE_BUSY_SNAPSHOT instead of waiting.
 
--- name: install
+-- name: uninstall
 DROP TABLE IF EXISTS jobs;
+
+-- name: install
 CREATE TABLE jobs (
     id          INTEGER PRIMARY KEY,
     state       TEXT NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'claimed', 'done')),

@@ -28,27 +28,27 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import sys
 import time
 from array import array
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, NamedTuple
+from typing import Any
 
 import asyncpg
 import polars as pl
 
 from benchlib import params as check
 from benchlib import queues, sql
-from benchlib.errors import BenchError, failure_reason
+from benchlib.errors import BenchError
 from benchlib.holders import HOLDERS
 from benchlib.measure import Latencies, now_ns
-from benchlib.progress import bar
-from benchlib.provision import PgServer, open_backend
-from benchlib.results import (XMIN_PHASES_SCHEMA, XMIN_SAMPLES_SCHEMA, Store, cell_key, code_version, frame,
-                              git_info, machine, new_run_id, package_versions, utc_now)
+from benchlib.provision import PgServer
+from benchlib.results import Schema, frame, module_file
+from benchlib.runner import Cell, Rows
 
 STUDY = "xmin_horizon"
+AXES = ("designs", "holders")
 SQL = sql.beside(__file__)
 DESIGNS = ("skip_locked_delete", "skip_locked", "rotation")
 PHASES = ("baseline", "held")
@@ -86,6 +86,7 @@ class Params:
     children: int = 3  # rotation: child tables
     drain_timeout_s: float = 60.0  # after the held phase, how long consumers may take for the rest
     autovacuum: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_AUTOVACUUM))
+    pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
     def __post_init__(self) -> None:
         designs = check.names("designs", self.designs, [n for n, q in queues.QUEUES.items() if q.backend == "postgres"])
@@ -106,7 +107,8 @@ class Params:
             "children": check.positive_int("children", self.children),
             "drain_timeout_s": check.positive_float("drain_timeout_s", self.drain_timeout_s),
             # partial overrides keep METHOD.md's values for the rest
-            "autovacuum": {**DEFAULT_AUTOVACUUM, **{str(k): str(v) for k, v in dict(self.autovacuum or {}).items()}},
+            "autovacuum": {**DEFAULT_AUTOVACUUM, **check.settings("autovacuum", self.autovacuum)},
+            "pg_major": check.pg_major(self.pg_major),
         }
         windows = fixed["phase_s"] / fixed["sample_interval_s"]
         if windows < 1 or abs(windows - round(windows)) > 1e-9:
@@ -124,13 +126,78 @@ class Params:
     def server_settings(self) -> dict[str, str]:
         return {**SERVER_SETTINGS, **self.autovacuum}
 
-    def cells(self) -> list[tuple[str, str]]:
-        return [(d, h) for d in self.designs for h in self.holders]
+
+SAMPLE_SCHEMA: Schema = {
+    "design": (pl.String, "queue design"),
+    "holder": (pl.String, "what holds the horizon back in the held phase"),
+    "phase": (pl.String, "baseline | held | drain (after producers stop)"),
+    "t_s": (pl.Float64, "end of the window, seconds since the workload started"),
+    "window_s": (pl.Float64, "length of the window"),
+    "enqueued": (pl.Int64, "jobs produced in the window (client-side count)"),
+    "dequeued": (pl.Int64, "jobs consumed in the window (client-side count)"),
+    "enqueue_rate": (pl.Float64, "enqueued / window_s"),
+    "dequeue_rate": (pl.Float64, "dequeued / window_s"),
+    "backlog": (pl.Int64, "produced - consumed so far"),
+    "n_live_tup": (pl.Int64, "data tables (jobs / event children), pg_stat_user_tables"),
+    "n_dead_tup": (pl.Int64, "data tables"),
+    "autovacuum_count": (pl.Int64, "data tables, cumulative"),
+    "data_bytes": (pl.Int64, "pg_total_relation_size summed over the data tables"),
+    "control_live_tup": (pl.Int64, "control tables (rotation's ticks, groups, batches...)"),
+    "control_dead_tup": (pl.Int64, ""),
+    "control_bytes": (pl.Int64, ""),
+    "xmin_age_xids": (pl.Int64, "oldest backend xmin or slot xmin, in transactions"),
+    "xmin_age_s": (pl.Float64, "age of the oldest transaction holding an xmin or xid"),
+    "catalog_xmin_age_xids": (pl.Int64, "oldest slot catalog_xmin (catalogs only)"),
+    "slot_retained_wal_bytes": (pl.Int64, "WAL a replication slot keeps"),
+    "bystander_ops": (pl.Int64, "bystander lookups in the window"),
+    "bystander_p50_ms": (pl.Float64, "exact over the window's lookups"),
+    "bystander_p95_ms": (pl.Float64, ""),
+    "bystander_p99_ms": (pl.Float64, ""),
+    "current_child": (pl.Int64, "rotation: the child taking inserts"),
+    "rows_per_child": (pl.List(pl.Int64), "rotation: exact rows in each child"),
+    "rotations": (pl.Int64, "rotation: truncating switches so far"),
+    "ticks": (pl.Int64, "rotation: ticks the harness took so far"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
 
 
-class Result(NamedTuple):
-    samples: pl.DataFrame  # one row per sample window
-    phases: pl.DataFrame  # one row per (design, holder, phase)
+PHASE_SCHEMA: Schema = {
+    "design": (pl.String, ""),
+    "holder": (pl.String, ""),
+    "phase": (pl.String, "baseline | held"),
+    "duration_s": (pl.Float64, "sampled seconds in the phase"),
+    "target_rate": (pl.Float64, "enqueues/s asked for"),
+    "enqueue_rate": (pl.Float64, "enqueues/s achieved"),
+    "dequeue_rate": (pl.Float64, "jobs/s consumed"),
+    "peak_n_dead_tup": (pl.Int64, "data tables"),
+    "end_n_dead_tup": (pl.Int64, "data tables, last sample of the phase"),
+    "end_data_bytes": (pl.Int64, "data tables, last sample of the phase"),
+    "data_bytes_growth": (pl.Int64, "end - start of the phase"),
+    "peak_control_dead_tup": (pl.Int64, ""),
+    "end_control_bytes": (pl.Int64, ""),
+    "autovacuums": (pl.Int64, "autovacuum runs on data tables during the phase"),
+    "max_xmin_age_xids": (pl.Int64, ""),
+    "max_catalog_xmin_age_xids": (pl.Int64, ""),
+    "bystander_ops": (pl.Int64, ""),
+    "bystander_p50_ms": (pl.Float64, "exact over every lookup of the phase"),
+    "bystander_p95_ms": (pl.Float64, ""),
+    "bystander_p99_ms": (pl.Float64, ""),
+    "rotations": (pl.Int64, "rotation: truncating switches during the phase"),
+    "rotation_stall_s": (pl.Float64, "rotation: longest stretch of the phase without a switch"),
+    "ticks": (pl.Int64, "rotation: ticks taken during the phase"),
+    "max_child_rows": (pl.Int64, "rotation: most rows seen in one child during the phase"),
+    "produced": (pl.Int64, "whole cell: distinct job ids produced"),
+    "consumed": (pl.Int64, "whole cell: job ids consumed, with repeats"),
+    "lost": (pl.Int64, "whole cell: produced - distinct consumed"),
+    "duplicates": (pl.Int64, "whole cell: consumed - distinct consumed"),
+    "settings": (pl.String, "server settings of the cell (JSON), autovacuum included"),
+    "error": (pl.String, "why the cell failed (null when it did not)"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+TABLES = {"samples": SAMPLE_SCHEMA, "phases": PHASE_SCHEMA}
 
 
 # --- the sampler's arithmetic (pure, unit-tested) ----------------------------------------
@@ -365,7 +432,8 @@ async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng:
         await conn.close()
 
 
-async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, t_s: float) -> Snapshot:
+async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: float) -> Snapshot:
+    """Server statistics first; then the time, client counters and bystander window, read together."""
     control = list(getattr(queue, "control_tables", ()))
     kinds = {r["kind"]: dict(r) for r in await conn.fetch(SQL["table_stats"], control)}
     horizon = dict(await conn.fetchrow(SQL["horizon"]))
@@ -378,6 +446,7 @@ async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, t_s: floa
             "rotations": len(await queue.rotations(conn)),  # the log holds truncating switches only
             "ticks": live.ticks,
         }
+    t_s = time.monotonic() - start
     window, live.window = live.window, Latencies()
     return Snapshot(t_s=t_s, produced=len(live.produced), consumed=len(live.consumed),
                     data=kinds.get("data", {}), control=kinds.get("control", {}), horizon=horizon,
@@ -388,11 +457,11 @@ async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, start: 
     """A row every sample_interval_s on a wall-clock schedule (no drift)."""
     conn = await target.connect()
     try:
-        prev = await _snapshot(conn, queue, live, 0.0)
+        prev = await _snapshot(conn, queue, live, start)
         k = 1
         while not live.stopping.is_set():
             await asyncio.sleep(max(0.0, start + k * p.sample_interval_s - time.monotonic()))
-            cur = await _snapshot(conn, queue, live, time.monotonic() - start)
+            cur = await _snapshot(conn, queue, live, start)
             rows.append(window_row(prev, cur, p.phase_s))
             prev, k = cur, k + 1
             live.samples_done += 1
@@ -495,88 +564,76 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     produced, consumed = set(live.produced), live.consumed
     accounting = {"produced": len(produced), "consumed": len(consumed),
                   "lost": len(produced - set(consumed)), "duplicates": len(consumed) - len(set(consumed))}
-    window_schema = {k: v for k, v in XMIN_SAMPLES_SCHEMA.items() if rows and k in rows[0]}
+    window_schema = {k: v for k, v in SAMPLE_SCHEMA.items() if rows and k in rows[0]}
     phases = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
     return rows, phases, accounting
 
 
-async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = None, force: bool = False,
-              profile: str = "adhoc", progress: bool = True) -> Result:
-    """Run every (design, holder) cell; with `data_dir`, cache cells and publish."""
-    store = Store(data_dir, STUDY) if data_dir else None
-    run_id, started = new_run_id(), utc_now()
-    host = machine()
-    stem = "postgres"
-    sample_frames, phase_frames, reused = [], [], 0
-    async with open_backend("postgres", settings=params.server_settings(), dsn=dsn) as server:
-        probe = await server.connect()
-        try:
-            if "logical_slot" in params.holders and await probe.fetchval(SQL["wal_level"]) != "logical":
-                raise BenchError("holder logical_slot needs wal_level=logical on the server: "
-                                 "drop it from holders, or use a server with wal_level=logical")
-        finally:
-            await probe.close()
-        info = await server.describe()
-        bystanders = None
-        with bar(len(params.cells()) * len(PHASES), f"{STUDY}", progress) as pbar:
-            for design, holder in params.cells():
-                queue_module = sys.modules[queues.QUEUES[design].__module__].__file__
-                code = code_version(__file__, queue_module, sys.modules[HOLDERS[holder].__module__].__file__)
-                settings = {k: info["settings_non_default"].get(k, v) for k, v in params.server_settings().items()}
-                key = cell_key(study=STUDY, design=design, holder=holder, code=code,
-                               params={k: v for k, v in asdict(params).items() if k not in ("designs", "holders")},
-                               machine={k: host.get(k) for k in ("cpu_model", "cores", "ram_gib")},
-                               server={k: info[k] for k in ("kind", "major", "settings_requested")})
-                cached = [None, None] if (force or store is None) else [store.cached(key, stem, t)
-                                                                        for t in ("samples", "phases")]
-                if all(c is not None for c in cached):
-                    sample_frames.append(cached[0])
-                    phase_frames.append(cached[1])
-                    reused += 1
-                    pbar.update(len(PHASES))
-                    continue
-                if bystanders is None:
-                    pbar.set_postfix_str(f"loading {params.bystander_rows:,} bystander rows", refresh=True)
-                    bystanders = await _setup_bystanders(server, params.bystander_rows)
-                common = {"design": design, "holder": holder, "cell_key": key, "run_id": run_id}
+# --- what the runner needs (runner.Study) ---------------------------------------------
 
-                def on_phase(phase: str, design=design, holder=holder) -> None:
-                    if phase == "held":
-                        pbar.update(1)
-                    pbar.set_postfix_str(f"{design} / {holder}: {phase}", refresh=True)
-
-                try:
-                    rows, phases, accounting = await run_cell(server, bystanders, design, holder, params, on_phase)
-                    error = None
-                except Exception as err:  # kept as a row with its reason, never dropped
-                    rows, phases, accounting, error = [], [{"phase": p} for p in PHASES], {}, failure_reason(err)
-                pbar.update(1)
-                samples = frame([{**r, **common} for r in rows], XMIN_SAMPLES_SCHEMA)
-                phase_df = frame([{**ph, **accounting, **common, "error": error,
-                                   "settings": json.dumps(settings, sort_keys=True)} for ph in phases],
-                                 XMIN_PHASES_SCHEMA)
-                if store is not None:
-                    store.put_cell(key, samples, "samples")
-                    store.put_cell(key, phase_df, "phases")
-                sample_frames.append(samples)
-                phase_frames.append(phase_df)
-        if bystanders is not None:
-            await _drop_database(server, BYSTANDER_DB)
-        result = Result(pl.concat(sample_frames, how="vertical_relaxed"),
-                        pl.concat(phase_frames, how="vertical_relaxed"))
-        keys = result.phases["cell_key"].unique(maintain_order=True).to_list()
-        if store is not None and not (reused == len(keys) and store.holds_exactly(stem, keys, "phases")):
-            manifest = {
-                "study": STUDY, "backend": "postgres", "profile": profile, "run_id": run_id,
-                "started_at": started, "finished_at": utc_now(), "params": asdict(params),
-                "cells": keys,
-                "cells_reused": reused, "git": git_info(), "packages": package_versions(),
-                "machine": host, "server": info,
-                "designs": {d: queues.QUEUES[d].summary for d in params.designs},
-            }
-            store.publish(stem, {"samples": result.samples, "phases": result.phases}, manifest)
-    return result
+def stem(p: Params) -> str:
+    return "postgres"
 
 
-__all__ = ["DESIGNS", "PHASES", "Params", "Result", "STUDY", "Snapshot", "phase_at", "phase_rows", "run",
-           "run_cell", "window_row"]
+def backend(p: Params) -> str:
+    return "postgres"
+
+
+def settings(p: Params) -> dict[str, str]:
+    return p.server_settings()
+
+
+def connections(p: Params) -> int:
+    # producers, consumers, bystanders, plus ticker, sampler, admin, holder and the harness's own
+    return p.producers + p.consumers + p.bystanders + 5
+
+
+def systems(p: Params) -> dict[str, str]:
+    return {d: queues.QUEUES[d].summary for d in p.designs}
+
+
+def cells(p: Params) -> list[Cell]:
+    return [Cell({"design": d, "holder": h}, (__file__, *queues.code_files(d), module_file(HOLDERS[h])),
+                 steps=len(PHASES))
+            for d in p.designs for h in p.holders]
+
+
+async def _prepare(p: Params, server: PgServer, state: dict) -> None:
+    """Once per run, before the first measured cell: check the server, load the bystander table."""
+    if state:
+        return
+    conn = await server.connect()
+    try:
+        if "logical_slot" in p.holders and await conn.fetchval(SQL["wal_level"]) != "logical":
+            raise BenchError("holder logical_slot needs wal_level=logical on the server: "
+                             "drop it from holders, or use a server with wal_level=logical")
+        rows = await conn.fetch(SQL["settings_named"], list(p.server_settings()))
+    finally:
+        await conn.close()
+    state["settings"] = json.dumps({r["name"]: r["value"] for r in rows}, sort_keys=True)
+    state["bystanders"] = await _setup_bystanders(server, p.bystander_rows)
+
+
+async def measure(p: Params, cell: Cell, server: PgServer, state: dict, step: Callable[..., None]) -> Rows:
+    design, holder = cell.parts["design"], cell.parts["holder"]
+    step("loading the bystander table" if not state else "baseline", advance=0)
+    await _prepare(p, server, state)
+
+    def on_phase(phase: str) -> None:
+        step(phase, advance=int(phase == "held"))
+
+    rows, phases, accounting = await run_cell(server, state["bystanders"], design, holder, p, on_phase)
+    return {"samples": rows,
+            "phases": [{**ph, **accounting, "settings": state["settings"]} for ph in phases]}
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    return {"phases": [{"phase": phase, "error": reason, "target_rate": p.rate} for phase in PHASES]}
+
+
+async def finish(p: Params, server: PgServer, state: dict) -> None:
+    if "bystanders" in state:
+        await _drop_database(server, BYSTANDER_DB)
+
+
+__all__ = ["DESIGNS", "PHASES", "Params", "STUDY", "Snapshot", "phase_at", "phase_rows", "run_cell", "window_row"]

@@ -44,3 +44,7 @@ SELECT
 
 -- name: wal_level
 SELECT current_setting('wal_level');
+
+-- name: settings_named
+-- The server's values of the settings the study asked for, recorded per cell.
+SELECT name, current_setting(name) AS value FROM pg_settings WHERE name = ANY($1::text[]);

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from array import array
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from itertools import product
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -28,14 +26,13 @@ import polars as pl
 from benchlib import params as check
 from benchlib import queues
 from benchlib.errors import failure_reason
-from benchlib.measure import Latencies, fsync_rate, now_ns
-from benchlib.progress import bar
-from benchlib.provision import BACKENDS, open_backend
-from benchlib.provision.local_cluster import find_bindirs
-from benchlib.results import (DRAIN_SCHEMA, Store, cell_key, code_version, frame, git_info, machine,
-                              new_run_id, package_versions, utc_now)
+from benchlib.measure import Latencies, now_ns
+from benchlib.provision import BACKENDS
+from benchlib.results import Schema, utc_now
+from benchlib.runner import Cell, Rows
 
 STUDY = "drain"
+AXES = ("consumers", "batch_sizes")
 PREFILL_CHUNK = 5_000  # jobs per INSERT during the (untimed) prefill
 EMPTY_POLL_PAUSE_S = 0.001  # back-off after an empty dequeue, so the tail is not a busy loop
 
@@ -51,6 +48,7 @@ class Params:
     warmup: int = 1
     idle_timeout_s: float = 10.0
     settings: dict[str, str] = field(default_factory=dict)  # server settings (-c / PRAGMA)
+    pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
     def __post_init__(self) -> None:
         backend = check.one_of("backend", self.backend, BACKENDS)
@@ -65,13 +63,46 @@ class Params:
             "samples": check.positive_int("samples", self.samples),
             "warmup": check.non_negative_int("warmup", self.warmup),
             "idle_timeout_s": check.positive_float("idle_timeout_s", self.idle_timeout_s),
-            "settings": {str(k): str(v) for k, v in dict(self.settings or {}).items()},
+            "settings": check.settings("settings", self.settings),
+            "pg_major": check.pg_major(self.pg_major, backend),
         }
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
 
-    def cells(self) -> list[tuple[int, int]]:
-        return list(product(self.consumers, self.batch_sizes))
+
+SAMPLES: Schema = {
+    "backend": (pl.String, "provision backend (postgres, sqlite)"),
+    "queue": (pl.String, "queue design from the registry"),
+    "consumers": (pl.Int64, "concurrent consumers, each with its own connection"),
+    "batch_size": (pl.Int64, "jobs asked for per dequeue"),
+    "prefill": (pl.Int64, "jobs in the backlog when the clock starts"),
+    "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
+    "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
+    "elapsed_s": (pl.Float64, "all consumers ready -> last ack"),
+    "throughput_jobs_s": (pl.Float64, "distinct jobs processed / elapsed_s"),
+    "dequeue_p50_ms": (pl.Float64, "exact percentile over every dequeue of the sample"),
+    "dequeue_p95_ms": (pl.Float64, ""),
+    "dequeue_p99_ms": (pl.Float64, ""),
+    "dequeue_max_ms": (pl.Float64, ""),
+    "ack_p50_ms": (pl.Float64, "exact percentile over every ack of the sample"),
+    "ack_p95_ms": (pl.Float64, ""),
+    "ack_p99_ms": (pl.Float64, ""),
+    "ack_max_ms": (pl.Float64, ""),
+    "dequeue_ops": (pl.Int64, "dequeue calls, empty ones included"),
+    "ack_ops": (pl.Int64, "ack calls"),
+    "empty_polls": (pl.Int64, "dequeues that returned no job while jobs were still unclaimed"),
+    "enqueued": (pl.Int64, "distinct job ids the prefill returned"),
+    "processed": (pl.Int64, "job ids acked, with repeats"),
+    "lost": (pl.Int64, "enqueued - distinct processed"),
+    "duplicates": (pl.Int64, "processed - distinct processed"),
+    "error": (pl.String, "why the sample failed (null when it did not)"),
+    "server_kind": (pl.String, "dsn | local | testcontainers | file"),
+    "cell_key": (pl.String, "resume key of the cell (parameters + code + machine)"),
+    "run_id": (pl.String, "the run that measured this row"),
+    "started_at": (pl.String, "UTC time the sample started"),
+}
+
+TABLES = {"samples": SAMPLES}
 
 
 @dataclass
@@ -186,100 +217,60 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
     }
 
 
-async def run(params: Params, *, dsn: str | None = None, data_dir: str | None = None, force: bool = False,
-              profile: str = "adhoc", progress: bool = True) -> pl.DataFrame:
-    """Run every cell of `params`; return all sample rows (warm-up rows marked).
+# --- what the runner needs (runner.Study) ---------------------------------------------
 
-    With `data_dir`, finished cells are cached (resume) and the run is published to
-    data_dir/drain/<backend>__<queue>.parquet with its manifest. Without it, nothing
-    is written: the notebook's interactive default.
-    """
-    queue = queues.get(params.queue, params.backend)
-    store = Store(data_dir, STUDY) if data_dir else None
-    run_id, started = new_run_id(), utc_now()
-    code = code_version(__file__, sys.modules[type(queue).__module__].__file__)
-    host = machine()
-    frames: list[pl.DataFrame] = []
-    reused = 0
-    stem = f"{params.backend}__{params.queue}"
-    async with open_backend(params.backend, settings=params.settings, dsn=dsn) as target:
-        server = await target.describe()
-        per_cell = params.warmup + params.samples
-        with bar(len(params.cells()) * per_cell, f"{STUDY} {params.backend}/{params.queue}", progress) as pbar:
-            for consumers, batch in params.cells():
-                key = cell_key(study=STUDY, backend=params.backend, queue=params.queue, consumers=consumers,
-                               batch_size=batch, prefill=params.prefill, samples=params.samples,
-                               warmup=params.warmup, idle_timeout_s=params.idle_timeout_s, code=code,
-                               machine={k: host.get(k) for k in ("cpu_model", "cores", "ram_gib")},
-                               server={k: server[k] for k in ("kind", "major", "settings_requested")})
-                cached = None if (force or store is None) else store.cached(key, stem)
-                if cached is not None:
-                    frames.append(cached)
-                    reused += 1
-                    pbar.update(per_cell)
-                    continue
-                rows = []
-                for sample in range(per_cell):
-                    pbar.set_postfix_str(f"consumers={consumers} batch={batch} sample={sample}", refresh=False)
-                    row = {"backend": params.backend, "queue": params.queue, "consumers": consumers,
-                           "batch_size": batch, "prefill": params.prefill, "sample": sample,
-                           "warmup": sample < params.warmup, "server_kind": server["kind"], "cell_key": key,
-                           "run_id": run_id, "started_at": utc_now()}
-                    try:
-                        row |= await drain_once(target, queue, consumers, batch, params.prefill,
-                                                params.idle_timeout_s)
-                    except Exception as err:  # kept as a row with its reason, never dropped
-                        row["error"] = failure_reason(err)
-                    rows.append(row)
-                    pbar.update(1)
-                cell = frame(rows, DRAIN_SCHEMA)
-                if store is not None:
-                    store.put_cell(key, cell)
-                frames.append(cell)
-        result = pl.concat(frames, how="vertical_relaxed")
-        keys = result["cell_key"].unique(maintain_order=True).to_list()
-        if store is not None and not (reused == len(keys) and store.holds_exactly(stem, keys)):
-            bindirs = find_bindirs()
-            manifest = {
-                "study": STUDY, "backend": params.backend, "queue": params.queue, "profile": profile,
-                "run_id": run_id, "started_at": started, "finished_at": utc_now(),
-                "params": asdict(params), "cells": keys,
-                "cells_reused": reused, "code_version": code, "git": git_info(), "packages": package_versions(),
-                "machine": host | {"fsync_per_s": fsync_rate(bindirs[0] if bindirs else None)},
-                "server": server, "queue_summary": queues.QUEUES[params.queue].summary,
-            }
-            store.publish(stem, {"": result}, manifest)
-    return result
+def stem(p: Params) -> str:
+    return f"{p.backend}__{p.queue}"
 
 
-def measured(df: pl.DataFrame) -> pl.DataFrame:
-    """The rows that count: measured samples that did not fail."""
-    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
+def backend(p: Params) -> str:
+    return p.backend
 
 
-def summarize(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per cell: throughput mean/sd/min/median/max, p95 latencies, accounting."""
-    keys = ["backend", "queue", "consumers", "batch_size"]
-    ok = measured(df)
-    stats = ok.group_by(keys).agg(
-        pl.len().alias("samples"),
-        pl.col("throughput_jobs_s").mean().alias("throughput_mean"),
-        pl.col("throughput_jobs_s").std().alias("throughput_sd"),
-        pl.col("throughput_jobs_s").min().alias("throughput_min"),
-        pl.col("throughput_jobs_s").median().alias("throughput_median"),
-        pl.col("throughput_jobs_s").max().alias("throughput_max"),
-        pl.col("elapsed_s").mean().alias("drain_s_mean"),
-        pl.col("dequeue_p95_ms").mean().alias("dequeue_p95_ms"),
-        pl.col("dequeue_p99_ms").mean().alias("dequeue_p99_ms"),
-        pl.col("ack_p95_ms").mean().alias("ack_p95_ms"),
-        pl.col("ack_p99_ms").mean().alias("ack_p99_ms"),
-        pl.col("empty_polls").sum().alias("empty_polls"),
-    )
-    accounting = df.filter(~pl.col("warmup")).group_by(keys).agg(
-        pl.col("lost").sum(), pl.col("duplicates").sum(), pl.col("error").is_not_null().sum().alias("failed"))
-    return (accounting.join(stats, on=keys, how="left")
-            .select(keys + [c for c in stats.columns if c not in keys] + ["lost", "duplicates", "failed"])
-            .sort(keys))
+def settings(p: Params) -> dict[str, str]:
+    return p.settings
 
 
-__all__ = ["Params", "STUDY", "drain_once", "measured", "run", "summarize"]
+def connections(p: Params) -> int:
+    return max(p.consumers) + 1  # the consumers, plus the harness's own (prefill, describe, cleanup)
+
+
+def systems(p: Params) -> dict[str, str]:
+    return {p.queue: queues.QUEUES[p.queue].summary}
+
+
+def cells(p: Params) -> list[Cell]:
+    code = (__file__, *queues.code_files(p.queue))
+    return [Cell({"consumers": c, "batch_size": b}, code, steps=p.warmup + p.samples)
+            for c in p.consumers for b in p.batch_sizes]
+
+
+async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:
+    """Every sample of one cell; a failed sample is kept as a row with its reason."""
+    queue = queues.get(p.queue, p.backend)
+    rows = []
+    for sample in range(p.warmup + p.samples):
+        row = {"backend": p.backend, "queue": p.queue, "prefill": p.prefill, "sample": sample,
+               "warmup": sample < p.warmup, "server_kind": target.kind, "started_at": utc_now()}
+        try:
+            row |= await drain_once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], p.prefill,
+                                    p.idle_timeout_s)
+        except Exception as err:  # kept as a row with its reason, never dropped
+            row["error"] = failure_reason(err)
+        rows.append(row)
+        step(f"sample {sample}")
+    return {"samples": rows}
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    return {"samples": [{"backend": p.backend, "queue": p.queue, "prefill": p.prefill, "sample": 0, "warmup": False,
+                         "error": reason}]}
+
+
+async def finish(p: Params, target: Any, state: dict) -> None:
+    """Drop the queue's tables: on a server that is not ours, nothing of the study stays behind."""
+    conn = await target.connect()
+    try:
+        await queues.get(p.queue, p.backend).uninstall(conn)
+    finally:
+        await conn.close()

@@ -1,0 +1,53 @@
+"""The shared body of our PostgreSQL pull queues: each is its `.sql` file plus a summary.
+
+A design module names its statements in `<module>.sql` under `-- name:` headers:
+`uninstall`, `install`, `enqueue_many`, `settle` (optional `checkpoint`), `dequeue`
+and, unless the dequeue already finished the job, `ack`. This class runs them with
+asyncpg and nothing else, so two designs differ only in their SQL.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import asyncpg
+
+from benchlib import sql
+
+
+class SqlQueue:
+    name: ClassVar[str]
+    backend: ClassVar[str] = "postgres"
+    kind: ClassVar[str] = "pull"
+    summary: ClassVar[str]
+    SQL: ClassVar[dict[str, str]]
+
+    def __init_subclass__(cls, sql_file: str, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SQL = sql.beside(sql_file)
+
+    async def install(self, conn: asyncpg.Connection) -> None:
+        await self.uninstall(conn)
+        await conn.execute(self.SQL["install"])
+
+    async def uninstall(self, conn: asyncpg.Connection) -> None:
+        await conn.execute(self.SQL["uninstall"])
+
+    async def enqueue_many(self, conn: asyncpg.Connection, payloads: Sequence[str]) -> list[int]:
+        rows = await conn.fetch(self.SQL["enqueue_many"], list(payloads))
+        return [r[0] for r in rows]
+
+    async def settle(self, conn: asyncpg.Connection) -> None:
+        await conn.execute(self.SQL["settle"])
+        if "checkpoint" in self.SQL:
+            try:  # so prefill WAL is not flushed inside the timed window
+                await conn.execute(self.SQL["checkpoint"])
+            except asyncpg.InsufficientPrivilegeError:
+                pass  # a user's own server may not grant pg_checkpoint; ANALYZE is enough
+
+    async def dequeue(self, conn: asyncpg.Connection, n: int) -> list[asyncpg.Record]:
+        return await conn.fetch(self.SQL["dequeue"], n)
+
+    async def ack(self, conn: asyncpg.Connection, ids: Sequence[int]) -> None:
+        if "ack" in self.SQL:
+            await conn.execute(self.SQL["ack"], ids)

@@ -1,0 +1,161 @@
+"""The drain study's analysis: pure functions from published rows to summaries, tables,
+findings and headline rows. No database, no files; unit-tested on fixture data.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from benchlib.tables import Table, fmt, plural, ratio
+
+KEYS = ["backend", "queue", "consumers", "batch_size"]
+
+
+def measured(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows that count: measured samples that did not fail."""
+    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
+
+
+def summarize(df: pl.DataFrame) -> pl.DataFrame:
+    """One row per cell: throughput mean/sd/min/median/max, p95 latencies, accounting."""
+    ok = measured(df)
+    stats = ok.group_by(KEYS).agg(
+        pl.len().alias("samples"),
+        pl.col("throughput_jobs_s").mean().alias("throughput_mean"),
+        pl.col("throughput_jobs_s").std().alias("throughput_sd"),
+        pl.col("throughput_jobs_s").min().alias("throughput_min"),
+        pl.col("throughput_jobs_s").median().alias("throughput_median"),
+        pl.col("throughput_jobs_s").max().alias("throughput_max"),
+        pl.col("elapsed_s").mean().alias("drain_s_mean"),
+        pl.col("dequeue_p95_ms").mean().alias("dequeue_p95_ms"),
+        pl.col("dequeue_p99_ms").mean().alias("dequeue_p99_ms"),
+        pl.col("ack_p95_ms").mean().alias("ack_p95_ms"),
+        pl.col("ack_p99_ms").mean().alias("ack_p99_ms"),
+        pl.col("empty_polls").sum().alias("empty_polls"),
+    )
+    accounting = df.filter(~pl.col("warmup")).group_by(KEYS).agg(
+        pl.col("lost").sum(), pl.col("duplicates").sum(), pl.col("error").is_not_null().sum().alias("failed"))
+    return (accounting.join(stats, on=KEYS, how="left")
+            .select(KEYS + [c for c in stats.columns if c not in KEYS] + ["lost", "duplicates", "failed"])
+            .with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
+            .sort(KEYS))
+
+
+def table(summary: pl.DataFrame) -> Table:
+    """Per cell: mean ± sd, min / median / max, p95 latencies, accounting."""
+    rows = []
+    for r in summary.iter_rows(named=True):
+        rows.append({
+            "system": r["system"],
+            "consumers": str(r["consumers"]),
+            "batch": str(r["batch_size"]),
+            "n": str(r["samples"] or 0),
+            "jobs/s mean ± sd": f"{fmt(r['throughput_mean'])} ± {fmt(r['throughput_sd'])}",
+            "min / median / max": " / ".join(fmt(r[k]) for k in ("throughput_min", "throughput_median",
+                                                                  "throughput_max")),
+            "drain s": fmt(r["drain_s_mean"], 2),
+            "dequeue p95 ms": fmt(r["dequeue_p95_ms"], 2),
+            "ack p95 ms": fmt(r["ack_p95_ms"], 2),
+            "empty polls": fmt(r["empty_polls"] or 0),
+            "lost": str(r["lost"]),
+            "dup": str(r["duplicates"]),
+            "failed": str(r["failed"]),
+        })
+    return Table(rows)
+
+
+def _throughput(part: pl.DataFrame, consumers: int, batch: int) -> float | None:
+    hit = part.filter((pl.col("consumers") == consumers) & (pl.col("batch_size") == batch))
+    return hit["throughput_mean"][0] if hit.height else None
+
+
+def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per system: the peak, and what more consumers and bigger batches do (ratios of means)."""
+    out = []
+    ok = summary.filter(pl.col("throughput_mean").is_not_null())
+    for system in ok["system"].unique(maintain_order=True):
+        part = ok.filter(pl.col("system") == system)
+        c_lo, c_hi = part["consumers"].min(), part["consumers"].max()
+        b_lo, b_hi = part["batch_size"].min(), part["batch_size"].max()
+        base = _throughput(part, c_lo, b_lo)
+        more = _throughput(part, c_hi, b_lo)
+        bigger = _throughput(part, c_lo, b_hi)
+        peak = part.sort("throughput_mean", descending=True).row(0, named=True)
+        out.append({
+            "system": system, "c_lo": c_lo, "c_hi": c_hi, "b_lo": b_lo, "b_hi": b_hi, "base": base,
+            "more_consumers": more, "consumer_ratio": more / base if base and more and c_hi != c_lo else None,
+            "bigger_batch": bigger, "batch_ratio": bigger / base if base and bigger and b_hi != b_lo else None,
+            "peak": peak["throughput_mean"], "peak_consumers": peak["consumers"], "peak_batch": peak["batch_size"],
+        })
+    return out
+
+
+# More consumers "scale" a system when they add at least this much throughput; below
+# it the extra consumers only queue for the same lock.
+SCALES = 1.2
+
+
+def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
+    """Sentences that state what the numbers show, each computed from them."""
+    out = []
+    for lv in levers(summary):
+        text = (f"**{lv['system']}** peaks at {fmt(lv['peak'])} jobs/s "
+                f"({plural(lv['peak_consumers'], 'consumer')}, batch {lv['peak_batch']}).")
+        if lv["consumer_ratio"] is not None:
+            text += (f" At batch {lv['b_lo']}, going from {plural(lv['c_lo'], 'consumer')} to {lv['c_hi']} gives "
+                     f"{ratio(lv['consumer_ratio'])} the throughput ({fmt(lv['base'])} → {fmt(lv['more_consumers'])} "
+                     "jobs/s).")
+        if lv["batch_ratio"] is not None:
+            text += (f" With {plural(lv['c_lo'], 'consumer')}, batch {lv['b_hi']} instead of {lv['b_lo']} gives "
+                     f"{ratio(lv['batch_ratio'])} ({fmt(lv['base'])} → {fmt(lv['bigger_batch'])} jobs/s).")
+        if lv["base"] and fsync_per_s and lv["b_lo"] == 1 and lv["c_lo"] == 1:
+            commits = 2 * lv["base"]  # one dequeue and one ack transaction per job
+            share = commits / fsync_per_s
+            verdict = ("well below the disk's limit, so per-transaction round trips and CPU, not fsync, bound it"
+                       if share < 0.5 else "close to the disk's limit: fsync bounds it")
+            text += (f" One consumer at batch 1 commits {fmt(commits)} transactions/s, "
+                     f"{100 * share:.0f}% of the disk's {fmt(fsync_per_s)} fdatasync/s: {verdict}.")
+        out.append(text)
+    return out
+
+
+def headline(summary: pl.DataFrame) -> list[dict[str, str]]:
+    """Rows for the report's answer table: which system scales with consumers, and the batch lever."""
+    lv = levers(summary)
+    rows = []
+    with_c = [x for x in lv if x["consumer_ratio"] is not None]
+    if with_c:
+        scaling = [x for x in with_c if x["consumer_ratio"] >= SCALES]
+        flat = [x for x in with_c if x["consumer_ratio"] < SCALES]
+        answer = []
+        if scaling:
+            answer.append(", ".join(f"{x['system']} does" for x in scaling))
+        if flat:
+            answer.append(", ".join(f"{x['system']} does not" for x in flat))
+        rows.append({
+            "question": "Does adding consumers drain a backlog faster?",
+            "answer": "; ".join(answer),
+            "evidence": "; ".join(f"{x['system']}: {ratio(x['consumer_ratio'])} from {x['c_lo']} to {x['c_hi']} "
+                                  f"consumers at batch {x['b_lo']}" for x in with_c),
+        })
+    with_b = [x for x in lv if x["batch_ratio"] is not None]
+    if with_b:
+        lo, hi = min(x["batch_ratio"] for x in with_b), max(x["batch_ratio"] for x in with_b)
+        rows.append({
+            "question": "Does a bigger dequeue batch drain it faster?",
+            "answer": f"yes, {ratio(lo)} to {ratio(hi)}: the strongest lever" if lo >= SCALES else
+                      "not for every system",
+            "evidence": "; ".join(f"{x['system']}: {ratio(x['batch_ratio'])} from batch {x['b_lo']} to {x['b_hi']} "
+                                  f"({plural(x['c_lo'], 'consumer')}), peak {fmt(x['peak'])} jobs/s" for x in with_b),
+        })
+    return rows
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """Lost, duplicates and failed samples over every row, warm-ups included."""
+    df = tables["samples"]
+    if df is None:
+        return {"lost": 0, "duplicates": 0, "failed": 0}
+    return {"lost": int(df["lost"].fill_null(0).sum()), "duplicates": int(df["duplicates"].fill_null(0).sum()),
+            "failed": int(df["error"].is_not_null().sum())}

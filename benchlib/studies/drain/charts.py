@@ -1,0 +1,52 @@
+"""The drain study's charts: pure functions from sample rows to Altair charts.
+
+Each chart keeps the measured samples and lets Vega-Lite aggregate: a line through
+the mean of the samples, error bars of +/- one standard deviation, one panel per
+system.
+"""
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from benchlib.charts import mean_with_error_bars
+from benchlib.studies.drain.analysis import measured
+
+
+def _rows(df: pl.DataFrame) -> pl.DataFrame:
+    return measured(df).with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
+
+
+def throughput_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
+    return mean_with_error_bars(
+        "consumers", "throughput_jobs_s", "batch_size", x_title="consumers",
+        y_title="throughput (jobs/s, log)", color_title="batch size", log_y=True,
+    ).facet(column=alt.Column("system:N", title=None), data=_rows(df)).properties(
+        title="Drain throughput vs consumers (one line per batch size; mean ± sd)")
+
+
+def throughput_vs_batch(df: pl.DataFrame) -> alt.FacetChart:
+    return mean_with_error_bars(
+        "batch_size", "throughput_jobs_s", "consumers", x_title="dequeue batch size",
+        y_title="throughput (jobs/s, log)", color_title="consumers", log_y=True,
+    ).facet(column=alt.Column("system:N", title=None), data=_rows(df)).properties(
+        title="Drain throughput vs batch size (one line per consumer count; mean ± sd)")
+
+
+def latency_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
+    data = _rows(df).unpivot(
+        index=["system", "consumers", "batch_size", "sample"], on=["dequeue_p95_ms", "ack_p95_ms"],
+        variable_name="operation", value_name="p95_ms",
+    ).with_columns(pl.col("operation").str.replace("_p95_ms", ""))
+    return mean_with_error_bars(
+        "consumers", "p95_ms", "batch_size", x_title="consumers", y_title="p95 latency (ms, log)",
+        color_title="batch size", log_y=True,
+    ).facet(row=alt.Row("operation:N", title=None), column=alt.Column("system:N", title=None), data=data).properties(
+        title="p95 dequeue and ack latency vs consumers (mean ± sd of the samples' p95)")
+
+
+CHARTS = {
+    "throughput_vs_consumers": throughput_vs_consumers,
+    "throughput_vs_batch": throughput_vs_batch,
+    "latency_p95_vs_consumers": latency_vs_consumers,
+}

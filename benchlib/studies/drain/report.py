@@ -1,0 +1,36 @@
+"""The drain study's part of the report: figures, table, findings, headline rows."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from benchlib.studies.drain import analysis, charts
+
+TITLE = "Drain: a fixed backlog, consumers × batch size"
+
+
+def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path]
+            ) -> dict[str, Any]:
+    df = tables["samples"]
+    summary = analysis.summarize(df)
+    fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
+    return {
+        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
+        "table": analysis.table(summary).markdown(),
+        "findings": analysis.findings(summary, fsync),
+        "headline": analysis.headline(summary),
+        "lost": int(df["lost"].fill_null(0).sum()),
+        "duplicates": int(df["duplicates"].fill_null(0).sum()),
+        "rows": df.height,
+        "warmup_rows": df.filter(pl.col("warmup")).height,
+        "cells": summary.height,
+        "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list())),
+        "prefill": sorted(set(df["prefill"].drop_nulls().to_list())),
+        "errors": df.filter(pl.col("error").is_not_null()).select("backend", "queue", "consumers", "batch_size",
+                                                                  "sample", "error").rows(named=True),
+        "cores": manifests[0]["machine"]["cores"] if manifests else None,
+    }

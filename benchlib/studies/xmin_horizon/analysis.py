@@ -1,0 +1,202 @@
+"""The xmin-horizon study's analysis: pure functions from published phase rows to
+tables, findings and headline rows. No database, no files; unit-tested on fixture data.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from benchlib.tables import Table, fmt, mb, ratio
+
+KEY = ["design", "holder", "phase"]
+XMIN_HOLDERS = ("rr_snapshot", "idle_xid")  # the holders that pin a backend xmin
+# A ratio of two counts says little when the base is a handful (dead tuples between two
+# autovacuum runs can be 0 or 40): below this base we show the numbers, no ratio.
+RATIO_FLOOR = 100
+
+
+def cells(phases: pl.DataFrame) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """{(design, holder): {phase: row}} for the cells that ran."""
+    out: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for r in phases.filter(pl.col("error").is_null()).iter_rows(named=True):
+        out.setdefault((r["design"], r["holder"]), {})[r["phase"]] = r
+    return {k: v for k, v in sorted(out.items()) if {"baseline", "held"} <= set(v)}
+
+
+def _change(before: float | None, after: float | None, unit: str = "", digits: int = 0,
+            floor: float = 0) -> str:
+    """'a → b unit (r×)'; no ratio when the base is below `floor`."""
+    if before is None or after is None:
+        return "not measured"
+    r = f" ({ratio(after / before)})" if before and before >= floor else ""
+    return f"{fmt(before, digits)} → {fmt(after, digits)}{unit}{r}"
+
+
+def table(phases: pl.DataFrame):
+    """Per (design, holder, phase), split in two tables that fit a page."""
+    rows = []
+    for r in phases.sort(KEY).iter_rows(named=True):
+        rows.append({
+            "design": r["design"], "holder": r["holder"], "phase": r["phase"],
+            "enqueue/s (target)": f"{fmt(r['enqueue_rate'])} ({fmt(r['target_rate'])})",
+            "dequeue/s": fmt(r["dequeue_rate"]),
+            "peak dead tuples": fmt(r["peak_n_dead_tup"]),
+            "end size MB": mb(r["end_data_bytes"]),
+            "growth MB": mb(r["data_bytes_growth"]),
+            "autovacuums": fmt(r["autovacuums"]),
+            "max xmin age (xids)": fmt(r["max_xmin_age_xids"]),
+            "bystander p50 / p95 / p99 ms": " / ".join(fmt(r[f"bystander_p{q}_ms"], 2) for q in (50, 95, 99)),
+            "rotations": fmt(r["rotations"]),
+            "longest gap s": fmt(r["rotation_stall_s"], 1),
+            "ticks": fmt(r["ticks"]),
+            "lost / dup": f"{fmt(r['lost'])} / {fmt(r['duplicates'])}",
+            "error": r["error"] or "",
+        })
+    t = Table(rows)
+    groups = [("Workload and bloat", ["enqueue/s (target)", "dequeue/s", "peak dead tuples", "end size MB",
+                                      "growth MB", "autovacuums", "max xmin age (xids)"]),
+              ("Bystanders, rotation and accounting", ["bystander p50 / p95 / p99 ms", "rotations", "longest gap s",
+                                                       "ticks", "lost / dup"])]
+    if any(r["error"] for r in rows):
+        groups[1][1].append("error")
+    return t.split(["design", "holder", "phase"], groups)
+
+
+def rotation_verdict(baseline: dict[str, Any], held: dict[str, Any]) -> str | None:
+    """'stalled', 'rotating' or 'too short to tell' for the log design; None for others.
+
+    Stalled: the held phase went at least twice the baseline's longest gap without a
+    switch. Rotating: it switched during the held phase and its longest gap stayed
+    under that. Too short to tell: the baseline had fewer than two switches (no gap to
+    compare with), or the held phase is shorter than a stall would have to be.
+    """
+    b, h = baseline.get("rotation_stall_s"), held.get("rotation_stall_s")
+    if b is None or h is None:
+        return None
+    if (baseline.get("rotations") or 0) < 2 or (held.get("duration_s") or 0) < 2 * b:
+        return "too short to tell"
+    if h >= 2 * b:
+        return "stalled"
+    return "rotating" if (held.get("rotations") or 0) >= 1 else "too short to tell"
+
+
+def findings(phases: pl.DataFrame) -> list[str]:
+    """Per design and holder: how dead tuples, size, dequeue rate and bystander p95 moved."""
+    out = []
+    for (design, holder), by in cells(phases).items():
+        b, h = by["baseline"], by["held"]
+        text = (f"**{design} / {holder}**: peak dead tuples "
+                f"{_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'], floor=RATIO_FLOOR)}; "
+                f"size growth during the phase {mb(b['data_bytes_growth'])} → {mb(h['data_bytes_growth'])} MB; "
+                f"dequeue {_change(b['dequeue_rate'], h['dequeue_rate'], ' jobs/s')}; "
+                f"bystander p95 {_change(b['bystander_p95_ms'], h['bystander_p95_ms'], ' ms', 2)}")
+        verdict = rotation_verdict(b, h)
+        if verdict is not None:
+            text += (f"; rotations {b['rotations']} → {h['rotations']}, longest stretch without one "
+                     f"{fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)} s, biggest child "
+                     f"{fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows: "
+                     + {"stalled": "**rotation stalled under this holder**", "rotating": "rotation went on",
+                        "too short to tell": "the phases are too short to tell whether rotation stalled"}[verdict])
+        out.append(text + ".")
+    return out
+
+
+def rotation_by_holder(phases: pl.DataFrame) -> dict[str, list[str]]:
+    """{verdict: [holders]} for the log design, every verdict present."""
+    out: dict[str, list[str]] = {"stalled": [], "rotating": [], "too short to tell": []}
+    for (design, holder), by in cells(phases).items():
+        verdict = rotation_verdict(by["baseline"], by["held"])
+        if verdict is not None:
+            out[verdict].append(holder)
+    return out
+
+
+def slot_effect(phases: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per design that leaves dead tuples: the logical slot's held peak against the worst xmin holder's."""
+    by_cell = cells(phases)
+    out = []
+    for (design, holder), by in by_cell.items():
+        if holder != "logical_slot" or by["held"]["rotations"] is not None or by["held"]["peak_n_dead_tup"] is None:
+            continue
+        worst = max((v["held"]["peak_n_dead_tup"] or 0 for (d, h), v in by_cell.items()
+                     if d == design and h in XMIN_HOLDERS), default=0)
+        held = by["held"]["peak_n_dead_tup"]
+        out.append({"design": design, "baseline": by["baseline"]["peak_n_dead_tup"] or 0, "held": held,
+                    "xmin_holders": worst, "xmin_age": by["held"]["max_xmin_age_xids"],
+                    "kept": worst > 0 and held > worst / 2})
+    return out
+
+
+def bloats(by: dict[str, dict[str, Any]]) -> bool:
+    """Dead tuples at least doubled while held, to at least RATIO_FLOOR."""
+    b, h = by["baseline"]["peak_n_dead_tup"] or 0, by["held"]["peak_n_dead_tup"] or 0
+    return h >= RATIO_FLOOR and h >= 2 * b
+
+
+def headline(phases: pl.DataFrame) -> list[dict[str, str]]:
+    """Rows for the report's answer table."""
+    by_cell = cells(phases)
+    rows = []
+    bloat = []
+    for design in sorted({d for d, _ in by_cell}):
+        parts = []
+        for holder in XMIN_HOLDERS:
+            by = by_cell.get((design, holder))
+            if not by:
+                continue
+            b, h = by["baseline"]["peak_n_dead_tup"], by["held"]["peak_n_dead_tup"]
+            growth = f"size growth {mb(by['baseline']['data_bytes_growth'])} → {mb(by['held']['data_bytes_growth'])} MB"
+            if b is not None and b >= RATIO_FLOOR and h is not None:
+                parts.append(f"{holder}: dead tuples {ratio(h / b)} ({fmt(b)} → {fmt(h)}), {growth}")
+            elif h is not None:
+                parts.append(f"{holder}: peak dead tuples {fmt(b)} → {fmt(h)}, {growth}")
+        if parts:
+            bloat.append(f"{design}: " + "; ".join(parts))
+    if bloat:
+        designs = sorted({d for d, _ in by_cell})
+        bloated = [d for d in designs if any(bloats(by) for (d2, h), by in by_cell.items()
+                                               if d2 == d and h in XMIN_HOLDERS)]
+        clean = [d for d in designs if d not in bloated]
+        answer = "; ".join(part for part in (
+            f"{', '.join(bloated)} bloat while it is held" if bloated else "",
+            f"{', '.join(clean)} do{'es' if len(clean) == 1 else ''} not" if clean else "") if part)
+        stalled = rotation_by_holder(phases)["stalled"]
+        if stalled:
+            answer += f"; rotation stalls under {', '.join(stalled)}"
+        rows.append({"question": "What does a held xmin horizon do to each design?", "answer": answer,
+                     "evidence": "; ".join(bloat)})
+    p95 = [(d, h, by["baseline"]["bystander_p95_ms"], by["held"]["bystander_p95_ms"])
+           for (d, h), by in by_cell.items() if h in XMIN_HOLDERS]
+    p95 = [(d, h, b, x) for d, h, b, x in p95 if b and x]
+    if p95:
+        lo, hi = min(x / b for *_, b, x in p95), max(x / b for *_, b, x in p95)
+        rows.append({"question": "Do unrelated queries on the same server slow down?",
+                     "answer": f"bystander p95 changes {ratio(lo)} to {ratio(hi)} while the horizon is held",
+                     "evidence": "; ".join(f"{d}/{h}: {fmt(b, 2)} → {fmt(x, 2)} ms" for d, h, b, x in p95)})
+    slots = slot_effect(phases)
+    if slots:
+        kept = [s for s in slots if s["kept"]]
+        rows.append({"question": "Does an idle logical replication slot hold VACUUM back on queue tables?",
+                     "answer": "yes" if kept else "no: it pins catalog_xmin and WAL, not the tables' xmin",
+                     "evidence": "; ".join(f"{s['design']}: peak dead tuples {fmt(s['held'])} under the slot vs "
+                                           f"{fmt(s['xmin_holders'])} under an xmin holder" for s in slots)})
+    return rows
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """Lost, duplicates (per cell, by job id) and failed cells."""
+    if tables["phases"] is None:
+        return {"lost": 0, "duplicates": 0, "failed": 0}
+    a = accounting(tables["phases"])
+    return {"lost": a["lost"], "duplicates": a["duplicates"], "failed": len(a["failed"])}
+
+
+def accounting(phases: pl.DataFrame) -> dict[str, Any]:
+    per_cell = phases.unique("cell_key")
+    return {
+        "cells": per_cell.height,
+        "lost": int(per_cell["lost"].fill_null(0).sum()),
+        "duplicates": int(per_cell["duplicates"].fill_null(0).sum()),
+        "failed": per_cell.filter(pl.col("error").is_not_null()).select("design", "holder", "error").rows(named=True),
+    }

@@ -1,0 +1,115 @@
+"""`make report`'s first half: every run of every study of a profile, via papermill.
+
+Order of events, so that bad input never costs a measurement:
+1. plan: load each study's profile (sweeps.py), check every run's parameters against
+   the study's Params and the notebook's `parameters` cell;
+2. preflight every run: the server binaries, settings (checked by PostgreSQL's own
+   parser) and connection needs, the output directory writable and not locked by
+   another run;
+3. execute the notebooks one by one, each with one terminal bar (relayed from the
+   kernel) and its log and executed copy in build/notebooks/;
+4. print what ran, how long it took, where the results went, lost and duplicates.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlib import notebooks, outputs, runner, sweeps
+from benchlib.progress import RELAY_ENV, follow
+from benchlib.results import load_profile
+from benchlib.studies import STUDIES
+from benchlib.tables import Table, fmt
+
+
+@dataclass
+class Job:
+    study: str
+    name: str  # e.g. postgres__skip_locked
+    params: Any  # the study's Params
+    parameters: dict[str, Any]  # what papermill injects
+    out: Path  # executed notebook
+    result: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def plan(profile: str, studies: list[str], *, data_dir: Path, force: bool = False) -> list[Job]:
+    """Every run of `studies` for `profile`, validated; nothing runs."""
+    jobs = []
+    for study in studies:
+        module = sweeps.study_module(study)
+        notebook = notebooks.notebook_for(study)
+        declared = notebooks.declared_parameters(notebook)
+        for run in sweeps.load(study, profile):
+            parameters = {**run, "data_dir": str(Path(data_dir).resolve()), "force": force, "profile": profile}
+            notebooks.check_names(notebook, parameters, declared)
+            params = module.Params(**run)
+            name = module.measure.stem(params)
+            out = notebooks.BUILD_DIR / study / profile / f"{name}.ipynb"
+            jobs.append(Job(study, name, params, parameters, out))
+    return jobs
+
+
+async def preflight(jobs: list[Job], accept_server_settings: bool = False) -> None:
+    for job in jobs:
+        await runner.preflight(STUDIES[job.study].measure, job.params, accept_server_settings=accept_server_settings)
+
+
+def execute(jobs: list[Job], data_dir: Path) -> None:
+    """Run the jobs' notebooks in order, under the data directory's lock."""
+    relay = notebooks.BUILD_DIR / ".progress.json"
+    relay.parent.mkdir(parents=True, exist_ok=True)
+    os.environ[RELAY_ENV] = str(relay)  # the kernels inherit it: their bars feed ours
+    try:
+        with outputs.locked(data_dir):
+            for i, job in enumerate(jobs, 1):
+                started = time.monotonic()
+                with follow(relay, f"[{i}/{len(jobs)}] {job.study} {job.name}") as watch:
+                    notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
+                job.seconds = time.monotonic() - started
+                job.result = watch.state.get("result", {})
+    finally:
+        os.environ.pop(RELAY_ENV, None)
+
+
+def _duration(seconds: float) -> str:
+    minutes, s = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
+
+
+def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
+    """What ran, how long, where the results went, and the exactly-once accounting."""
+    rows = []
+    for job in jobs:
+        study = STUDIES[job.study]
+        tables = {t: load_profile(data_dir, job.study, profile, t)[0] for t in study.measure.TABLES}
+        totals = study.analysis.totals(tables)
+        where = Path(job.result.get("published") or outputs.study_dir(data_dir, job.study, profile))
+        rows.append({
+            "study": job.study, "run": job.name,
+            "cells (reused)": f"{job.result.get('cells', '?')} ({job.result.get('reused', '?')})",
+            "time": _duration(job.seconds),
+            "lost": fmt(totals["lost"]), "duplicates": fmt(totals["duplicates"]), "failed": fmt(totals["failed"]),
+            "results": os.path.relpath(where, Path.cwd()) + "/",
+        })
+    return Table(rows)
+
+
+def run(profile: str, studies: list[str] | None = None, *, force: bool = False,
+        accept_server_settings: bool = False, data_dir: Path | None = None) -> Table:
+    """plan -> preflight -> execute -> summary; returns the summary table."""
+    data_dir = Path(data_dir or outputs.for_profile(profile).data_dir)
+    jobs = plan(profile, studies or list(STUDIES), data_dir=data_dir, force=force)
+    outputs.check_writable(data_dir, "results")
+    asyncio.run(preflight(jobs, accept_server_settings))
+    if accept_server_settings:
+        os.environ["BENCH_ACCEPT_SERVER_SETTINGS"] = "1"
+    started = time.monotonic()
+    execute(jobs, data_dir)
+    table = summary(jobs, data_dir, profile)
+    table.title = f"{profile}: {len(jobs)} runs in {_duration(time.monotonic() - started)}"
+    return table

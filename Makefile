@@ -25,22 +25,22 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $@
 
-report: setup ## run every study for PROFILE (papermill), then render figures/ and report.md
+report: setup ## run every study for PROFILE (papermill), then render its figures and report
 	$(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG)
-	$(PY) -m benchlib report
+	$(PY) -m benchlib report --profile $(PROFILE)
 
 test: setup ## unit + integration tests (real PostgreSQL and SQLite) + nbval over every notebook
 	$(PY) -m pytest tests
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
 
-lab: setup ## open the notebooks in JupyterLab
-	$(VENV)/bin/jupyter lab notebooks/
+lab: setup ## open the notebooks in JupyterLab (prints the URL to open)
+	$(PY) -m benchlib.lab
 
 lock: ## re-pin requirements.lock from pyproject.toml (uv)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv
 	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.11 --quiet -o requirements.lock
 
-clean: ## remove the venv, build/ and the resume cache (data/ and figures/ stay)
+clean: ## remove the venv, build/ and the resume cache (data/, figures/ and report.md stay)
 	rm -rf $(VENV) build .pytest_cache data/*/.cells
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

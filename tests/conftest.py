@@ -1,24 +1,42 @@
 """Shared fixtures: one real throwaway PostgreSQL per test session, provisioned by
-benchlib itself (so the tests exercise the same path `make report` takes), and a
-fresh database per test cloned from a template."""
+benchlib itself (so the tests exercise the same path `make report` takes), a fresh
+database per test, and a guard that no test changes a committed result."""
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
-from benchlib.provision import PgServer
-from benchlib.provision.postgres import postgres
+from benchlib.outputs import REPO_ROOT
+from benchlib.provision import PgServer, open_backend
+
+os.environ.setdefault("BENCH_PROGRESS", "off")
+PUBLISHED = ["data", "figures", "report.md"]
+
+
+def _published_state() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--", *PUBLISHED], cwd=REPO_ROOT, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture(scope="session", autouse=True)
+def committed_results_stay_as_they_are():
+    """Tests may write to tmp dirs and build/, never to the published results."""
+    before = _published_state()
+    yield
+    assert _published_state() == before, "a test changed data/, figures/ or report.md"
 
 
 @pytest.fixture(scope="session")
 async def pg_server() -> AsyncIterator[PgServer]:
-    async with postgres() as server:
+    async with open_backend("postgres") as server:
         yield server
 
 
-async def _admin(server: PgServer, statement: str) -> None:
+async def admin(server: PgServer, statement: str) -> None:
     conn = await server.connect()
     try:
         await conn.execute(statement)
@@ -26,18 +44,18 @@ async def _admin(server: PgServer, statement: str) -> None:
         await conn.close()
 
 
-async def _new_database(server: PgServer) -> tuple[str, PgServer]:
+async def new_database(server: PgServer) -> tuple[str, PgServer]:
     name = f"t_{uuid.uuid4().hex[:10]}"
-    await _admin(server, f'CREATE DATABASE "{name}" TEMPLATE template0')
+    await admin(server, f'CREATE DATABASE "{name}" TEMPLATE template0')
     return name, server.database(name)
 
 
 @pytest.fixture
 async def pg_db(pg_server: PgServer) -> AsyncIterator[PgServer]:
     """A database of its own for one test, dropped afterwards."""
-    name, db = await _new_database(pg_server)
+    name, db = await new_database(pg_server)
     yield db
-    await _admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')
+    await admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -55,11 +73,11 @@ async def target_for(request, pg_server):
         backend = QUEUES[queue_name].backend
         if backend == "sqlite":
             return await stack.enter_async_context(sqlite())
-        name, db = await _new_database(pg_server)
+        name, db = await new_database(pg_server)
         dbs.append(name)
         return db
 
     yield make
     await stack.aclose()
     for name in dbs:
-        await _admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')

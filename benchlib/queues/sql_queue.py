@@ -22,9 +22,11 @@ class SqlQueue:
     summary: ClassVar[str]
     SQL: ClassVar[dict[str, str]]
 
-    def __init_subclass__(cls, sql_file: str, **kwargs) -> None:
+    def __init_subclass__(cls, sql_file: str | None = None, **kwargs) -> None:
+        """A design names its module (`sql_file=__file__`); a subclass of a design inherits its SQL."""
         super().__init_subclass__(**kwargs)
-        cls.SQL = sql.beside(sql_file)
+        if sql_file is not None:
+            cls.SQL = sql.beside(sql_file)
 
     async def install(self, conn: asyncpg.Connection) -> None:
         await self.uninstall(conn)

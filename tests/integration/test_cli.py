@@ -1,6 +1,8 @@
-"""The CLI: exit 2 with one line on bad input, before any work; data on success."""
+"""The CLI: every bad input is one line and exit 2 before any work; results go where they belong;
+interrupts end quietly with nothing left behind."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -11,47 +13,108 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchlib.provision.local_cluster import OWNER_FILE
+from benchlib import outputs, tempdirs
 
 pytestmark = pytest.mark.integration
 
 
-def cli(*args: str, cwd) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "benchlib", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def _owned_by(pid: int) -> list[Path]:
+    return [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == pid]
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["drain", "--backend", "oracle"], {}, "unknown backend 'oracle'"),
+    (["drain", "--queue", "nope"], {}, "unknown queue 'nope'"),
+    (["drain", "--consumers", "0"], {}, "consumers must be >= 1"),
+    (["drain", "--batch", "0"], {}, "batch_sizes must be >= 1"),
+    (["drain", "--prefill", "-5"], {}, "prefill must be >= 1"),
+    (["drain", "--samples", "0"], {}, "samples must be >= 1"),
+    (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], {}, "cannot connect to postgresql://u@127.0.0.1:1/x"),
+    (["drain", "--dsn", "postgresql://u@127.0.0.1:99999/x"], {}, "cannot parse the DSN"),
+    (["drain", "--dsn", "postgresql://u@[::1:5432/x"], {}, "cannot parse the DSN"),
+    (["drain", "--set", "autovacuum_naptme=1s"], {}, "did you mean autovacuum_naptime?"),
+    (["drain", "--set", "autovacuum_naptime=-5s"], {}, "-5 s is outside the valid range"),
+    (["drain", "--consumers", "200"], {}, "needs 201 connections at once but the server allows 100"),
+    (["drain", "--backend", "sqlite", "--set", "journal_mod=wal"], {}, "SQLite"),
+    (["drain"], {"BENCH_PG_BINDIR": "/nonexistent"}, "BENCH_PG_BINDIR=/nonexistent is not a directory"),
+    (["drain"], {"BENCH_PG_BINDIR": "/etc/hostname"}, "BENCH_PG_BINDIR=/etc/hostname is not a directory"),
+    (["drain"], {"BENCH_PG_BINDIR": "/usr/bin"}, "holds no runnable initdb and postgres"),
+    (["drain", "--data-dir", "/proc/nope"], {}, "cannot write results to /proc/nope/drain/adhoc"),
+    (["sweep", "--profile", "huge"], {}, "unknown profile 'huge'"),
+    (["sweep", "--study", "nope"], {}, "unknown study 'nope'"),
+])
+def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp_path):
+    data = tmp_path / "data"
+    if "--data-dir" not in args and args[0] == "drain":
+        args = [*args, "--data-dir", str(data)]
+    res = cli(*args, cwd=tmp_path, env=env)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+    assert not data.exists() or not any(data.rglob("*.parquet"))
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["drain", "--backend", "oracle"], "unknown backend 'oracle'"),
-    (["drain", "--queue", "nope"], "unknown queue 'nope'"),
-    (["drain", "--consumers", "0"], "consumers must be >= 1"),
-    (["drain", "--batch", "0"], "batch_sizes must be >= 1"),
-    (["drain", "--prefill", "-5"], "prefill must be >= 1"),
-    (["drain", "--samples", "0"], "samples must be >= 1"),
-    (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], "cannot connect to postgresql://u@127.0.0.1:1/x"),
-    (["sweep", "--profile", "huge"], "unknown profile 'huge'"),
+    (["report", "--data-dir", "/nonexistent"], "no data directory at /nonexistent"),
+    (["report", "--data-dir", "{empty}"], "no `standard` results in"),
+    (["report", "--data-dir", "{data}", "--out", "/proc/nope/report.md"], "cannot write the report to /proc/nope"),
+    (["report", "--data-dir", "{data}", "--figures-dir", "/proc/nope"], "cannot write figures to /proc/nope"),
 ])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, tmp_path):
-    res = cli(*args, "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
-    assert res.returncode == 2
-    assert res.stderr.count("\n") == 1 and message in res.stderr
-    assert not (tmp_path / "data").exists()
+def test_report_bad_input_is_one_line_and_writes_nothing(args, message, tmp_path):
+    (tmp_path / "empty").mkdir()
+    args = [a.format(empty=tmp_path / "empty", data=tmp_path / "data") for a in args]
+    (tmp_path / "data").mkdir()
+    res = cli(*args, "--profile", "standard", *([] if "--out" in args else ["--out", str(tmp_path / "r.md")]),
+              cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+    assert not (tmp_path / "r.md").exists()
 
 
-def test_drain_prints_the_table_and_writes_data(tmp_path):
+def test_drain_prints_the_table_and_keeps_its_results_apart(tmp_path):
     res = cli("drain", "--backend", "sqlite", "--consumers", "1,2", "--batch", "1,10", "--prefill", "100",
-              "--samples", "1", "--data-dir", "data", cwd=tmp_path)
+              "--samples", "1", "--data-dir", "runs/one", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "sqlite/sqlite" in res.stdout and "jobs/s" in res.stdout
-    df = pl.read_parquet(tmp_path / "data" / "drain" / "sqlite__sqlite.parquet")
+    assert "lost 0, duplicates 0" in res.stdout and "runs/one/drain/adhoc" in res.stdout
+    df = pl.read_parquet(tmp_path / "runs" / "one" / "drain" / "adhoc" / "sqlite__sqlite.samples.parquet")
     assert df.height == 4 * 2 and (df["lost"] == 0).all()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_sigterm_mid_run_keeps_only_whole_cells(tmp_path, sig):
-    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--consumers", "1", "--batch", "1,2,3,4,5",
-                             "--prefill", "3000", "--samples", "1", "--warmup", "0", "--data-dir", "data"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_drain_refuses_to_write_into_the_published_data(tmp_path):
+    res = cli("drain", "--backend", "sqlite", "--data-dir", str(outputs.REPO_DATA), cwd=tmp_path)
+    assert res.returncode == 2 and "published profiles only" in res.stderr
+
+
+def test_a_busy_data_directory_stops_a_second_run(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom benchlib import outputs\n"
+                               "with outputs.locked(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)",
+                               str(tmp_path / "data")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = cli("drain", "--backend", "sqlite", "--prefill", "10", "--data-dir", str(tmp_path / "data"),
+                  cwd=tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert res.returncode == 2 and "in use by another benchlib run" in res.stderr, res.stderr
+
+
+QUIET = ("Traceback", "Task exception was never retrieved", "DeadKernelError", "KeyboardInterrupt caught",
+         "Exception ignored")
+
+
+@pytest.mark.parametrize(("backend", "sig"), [("postgres", signal.SIGINT), ("postgres", signal.SIGTERM),
+                                              ("sqlite", signal.SIGTERM)])
+def test_ctrl_c_or_sigterm_mid_run_keeps_whole_cells_and_leaves_nothing(tmp_path, backend, sig):
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--backend", backend, "--consumers", "1",
+                             "--batch", "1,2,3,4,5", "--prefill", "3000", "--samples", "1", "--warmup", "0",
+                             "--data-dir", "data"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     cells = tmp_path / "data" / "drain" / ".cells"
     deadline = time.monotonic() + 120
     while not (cells.exists() and any(cells.glob("*.parquet"))) and time.monotonic() < deadline:
@@ -59,12 +122,10 @@ def test_ctrl_c_or_sigterm_mid_run_keeps_only_whole_cells(tmp_path, sig):
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "rerun to resume" in err
-    assert not (tmp_path / "data" / "drain" / "postgres__skip_locked.parquet").exists()  # run not complete
+    assert err.strip().splitlines()[-1].startswith("interrupted") and not any(q in err for q in QUIET), err
+    assert not (tmp_path / "data" / "drain" / "adhoc" / f"{backend}__{backend if backend == 'sqlite' else 'skip_locked'}"
+                ".samples.parquet").exists()  # the run did not complete: nothing published
     assert not list((tmp_path / "data").rglob("*.tmp"))
     for cell in cells.glob("*.parquet"):
         assert pl.read_parquet(cell).height == 1
-    # its throwaway cluster was stopped and removed, not left for the next start to sweep
-    owned = [d for d in Path(tempfile.gettempdir()).glob("benchlib-pg-*")
-             if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text() == str(proc.pid)]
-    assert owned == []
+    assert _owned_by(proc.pid) == []  # its server and database directories were removed, not left to a sweep

@@ -8,45 +8,78 @@ import pytest
 
 from benchlib import queues
 from benchlib.queues.skip_locked import SkipLocked
-from benchlib.results import DRAIN_SCHEMA
 from benchlib.studies import drain
+from benchlib.studies.drain.measure import SAMPLES
 
 pytestmark = pytest.mark.integration
 
 
 async def test_run_publishes_and_resumes(tmp_path):
     params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1)
-    first = await drain.run(params, data_dir=tmp_path, progress=False)
-    assert first.columns == list(DRAIN_SCHEMA)
+    first = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
+    assert first.columns == list(SAMPLES)
     assert first.height == 2 * 4 and first["warmup"].sum() == 2
     assert (first["lost"] == 0).all() and (first["duplicates"] == 0).all() and first["error"].is_null().all()
-    published = pl.read_parquet(tmp_path / "drain" / "sqlite__sqlite.parquet")
+    home = tmp_path / "drain" / "smoke"
+    published = pl.read_parquet(home / "sqlite__sqlite.samples.parquet")
     assert published.equals(first)
-    manifest = json.loads((tmp_path / "drain" / "sqlite__sqlite.manifest.json").read_text())
+    manifest_path = home / "sqlite__sqlite.manifest.json"
+    manifest = json.loads(manifest_path.read_text())
     assert manifest["cells_reused"] == 0 and len(manifest["cells"]) == 2
-    assert {"cpu_model", "cores", "ram_gib", "kernel"} <= set(manifest["machine"])
+    assert {"cpu_model", "cores", "ram_gib", "kernel", "load_before", "load_after"} <= set(manifest["machine"])
+    assert manifest["machine"]["fsync_per_s"] is None  # no PostgreSQL on this run: nothing to claim
     assert manifest["server"]["version"].startswith("SQLite")
-
-    manifest_path = tmp_path / "drain" / "sqlite__sqlite.manifest.json"
+    assert manifest["profile"] == "smoke" and manifest["study"] == "drain"
     before = manifest_path.read_text()
-    again = await drain.run(params, data_dir=tmp_path, progress=False)  # same code, same machine: reused
-    assert again.equals(first)
+    again = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
+    assert again.equals(first)  # same code, same machine: reused
     assert manifest_path.read_text() == before  # nothing new: the measuring run's manifest stays
-
     fewer = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1)
-    await drain.run(fewer, data_dir=tmp_path, progress=False)  # a subset, all cached: published anew
+    await drain.run(fewer, data_dir=tmp_path, profile="smoke", progress=False)  # a subset, all cached: published anew
     assert json.loads(manifest_path.read_text())["cells_reused"] == 1
-    assert pl.read_parquet(tmp_path / "drain" / "sqlite__sqlite.parquet").height == 4
-
-    forced = await drain.run(params, data_dir=tmp_path, force=True, progress=False)
+    assert pl.read_parquet(home / "sqlite__sqlite.samples.parquet").height == 4
+    forced = (await drain.run(params, data_dir=tmp_path, profile="smoke", force=True, progress=False)).samples
     assert set(forced["run_id"]) != set(first["run_id"])
+
+
+async def test_profiles_never_replace_each_other(tmp_path):
+    small = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
+    await drain.run(small, data_dir=tmp_path, profile="standard", progress=False)
+    standard = (tmp_path / "drain" / "standard" / "sqlite__sqlite.samples.parquet").read_bytes()
+    await drain.run(drain.Params(backend="sqlite", consumers=[2], batch_sizes=[1], prefill=30, samples=1, warmup=0),
+                    data_dir=tmp_path, profile="smoke", progress=False)
+    assert (tmp_path / "drain" / "standard" / "sqlite__sqlite.samples.parquet").read_bytes() == standard
+    assert (tmp_path / "drain" / "smoke" / "sqlite__sqlite.samples.parquet").exists()
+
+
+async def test_the_repository_data_takes_published_profiles_only():
+    from benchlib.errors import BenchError
+    from benchlib.outputs import REPO_DATA
+
+    with pytest.raises(BenchError, match="published profiles only"):
+        await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=5, samples=1),
+                        data_dir=REPO_DATA, profile="notebook", progress=False)
+
+
+async def test_a_damaged_cache_cell_is_reported_and_measured_again(tmp_path, capsys):
+    params = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
+    await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
+    (cell,) = (tmp_path / "drain" / ".cells").glob("*.parquet")
+    cell.write_bytes(cell.read_bytes()[:40])  # truncated, as by a full disk
+    published = tmp_path / "drain" / "smoke" / "sqlite__sqlite.samples.parquet"
+    published.write_bytes(published.read_bytes()[:40])
+    again = await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
+    assert again.samples.height == 1 and again.manifest["cells_reused"] == 0
+    err = capsys.readouterr().err
+    assert "is damaged" in err and cell.name in err
+    assert pl.read_parquet(published).height == 1  # replaced by this run
 
 
 async def test_without_data_dir_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=20, samples=1),
-                    progress=False)
-    assert list(tmp_path.iterdir()) == []
+    run = await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=20, samples=1),
+                          progress=False)
+    assert list(tmp_path.iterdir()) == [] and run.published is None
 
 
 class _Drops(SkipLocked):
@@ -85,6 +118,18 @@ async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
     written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"hunter2secret" not in written
     assert b"postgres@" in written  # the redacted DSN is there
+
+
+async def test_on_a_users_server_the_study_leaves_no_table_behind(pg_db, tmp_path):
+    run = await drain.run(drain.Params(consumers=[1], batch_sizes=[10], prefill=50, samples=1, warmup=0),
+                          dsn=pg_db.dsn, progress=False)
+    assert run.samples["lost"].to_list() == [0]
+    assert run.manifest["machine"]["fsync_per_s"] is None  # another machine's disk, perhaps: not claimed
+    conn = await pg_db.connect()
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0
+    finally:
+        await conn.close()
 
 
 def test_queue_registry_is_the_only_lookup():

@@ -1,25 +1,95 @@
-"""papermill executes the drain notebook into build/, never over the source."""
+"""Notebooks, as a person opens them and as `make report` runs them.
+
+- papermill executes a notebook into build/, never over the source;
+- charts are inline SVG rendered by vl-convert (no script from a CDN), tables are HTML
+  with every row;
+- a sweep interrupted with Ctrl-C ends with one line, no kernel noise, and nothing
+  left running.
+"""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import polars as pl
+import psutil
 import pytest
 
-from benchlib import notebooks
+from benchlib import notebooks, tempdirs
+from benchlib.outputs import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
 
-def test_papermill_run_with_profile_parameters(tmp_path):
-    source = notebooks.notebook_for("drain")
+def _execute(tmp_path, study: str, parameters: dict) -> dict:
+    source = notebooks.notebook_for(study)
     before = source.read_text()
-    params = {"backend": "sqlite", "consumers": [1], "batch_sizes": [5], "prefill": 50, "samples": 1,
-              "warmup": 0, "data_dir": str(tmp_path / "data"), "force": False, "profile": "smoke"}
-    out = tmp_path / "build" / "drain.ipynb"
-    notebooks.check_names(source, params)
-    notebooks.execute("drain", [(out, params)])
+    out = tmp_path / "build" / f"{study}.ipynb"
+    notebooks.check_names(source, parameters)
+    notebooks.execute(source, out, parameters)
     assert source.read_text() == before
-    executed = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def _outputs(executed: dict) -> list[dict]:
+    return [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def test_papermill_run_shows_offline_charts_and_whole_tables(tmp_path):
+    params = {"backend": "sqlite", "consumers": [1, 2], "batch_sizes": [5], "prefill": 50, "samples": 1,
+              "warmup": 0, "data_dir": str(tmp_path / "data"), "force": False, "profile": "smoke"}
+    executed = _execute(tmp_path, "drain", params)
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in executed["cells"])
-    assert pl.read_parquet(tmp_path / "data" / "drain" / "sqlite__sqlite.parquet").height == 1
+    assert pl.read_parquet(tmp_path / "data" / "drain" / "smoke" / "sqlite__sqlite.samples.parquet").height == 2
+    outputs = _outputs(executed)
+    text = json.dumps(outputs)
+    assert "cdn.jsdelivr" not in text and "vega@" not in text and "<script" not in text
+    charts = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(charts) == 3  # every chart, as an inline image
+    assert all("application/vnd.vegalite" not in json.dumps(o) for o in outputs)
+    (table,) = [o["data"]["text/html"] for o in outputs if "<table>" in "".join(o.get("data", {}).get("text/html", ""))]
+    html = "".join(table)
+    assert html.count("<tr>") == 1 + 2 and "shape:" not in html and "text-align:right" in html
+
+
+def test_the_xmin_notebook_splits_its_wide_table(tmp_path):
+    params = {"designs": ["skip_locked"], "holders": ["rr_snapshot"], "rate": 50, "producers": 1, "consumers": 1,
+              "bystanders": 1, "bystander_rows": 200, "bystander_rate": 10, "phase_s": 1, "sample_interval_s": 1,
+              "data_dir": None, "force": False, "profile": "notebook"}
+    outputs = _outputs(_execute(tmp_path, "xmin_horizon", params))
+    tables = [o for o in outputs if "<table>" in "".join(o.get("data", {}).get("text/html", ""))]
+    assert "".join(tables[0]["data"]["text/html"]).count("<table>") == 2
+    charts = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(charts) == 5 and "rotation is not among" in "".join(charts[-1]["data"]["image/svg+xml"])
+
+
+def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "sweep", "--profile", "smoke", "--study",
+                             "xmin_horizon"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "BENCH_PROGRESS": "auto"})
+    deadline = time.monotonic() + 120
+    kernel = None
+    while time.monotonic() < deadline and kernel is None:  # wait until the kernel has a server running
+        time.sleep(0.5)
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            if child.name() == "postgres":
+                kernel = child
+    assert kernel is not None, "no server started"
+    time.sleep(2)
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("interrupted"), err
+    for noise in ("Traceback", "Task exception was never retrieved", "DeadKernelError", "KeyboardInterrupt caught",
+                  "Exception ignored", "ERROR"):
+        assert noise not in err, err
+    gone, alive = psutil.wait_procs(descendants, timeout=30)
+    assert not alive, f"left running: {[p.name() for p in alive]}"
+    assert not [d for d in tempdirs.sweep_stale() if d.name.startswith(("benchlib-pg-", "benchlib-sqlite-"))], \
+        "a server directory was left for the next run to sweep"

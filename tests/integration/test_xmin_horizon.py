@@ -5,16 +5,19 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from benchlib.errors import BenchError
 from benchlib.holders import HOLDERS
-from benchlib.provision.postgres import postgres
+from benchlib.provision import open_backend
+from benchlib.provision.postgres import preflight
 from benchlib.studies import xmin_horizon
+from benchlib.studies.xmin_horizon.measure import SERVER_SETTINGS, SQL
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 async def logical_server():
-    async with postgres(settings=xmin_horizon.SERVER_SETTINGS) as server:
+    async with open_backend("postgres", settings=SERVER_SETTINGS) as server:
         yield server
 
 
@@ -25,17 +28,17 @@ async def test_holders_hold_and_leave_nothing_behind(logical_server, name):
         before = await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
         holder = HOLDERS[name]()
         await holder.start(logical_server, admin)
-        horizon = await admin.fetchrow(xmin_horizon.SQL["horizon"])
+        horizon = await admin.fetchrow(SQL["horizon"])
         if name == "logical_slot":
             assert horizon["catalog_xmin_age"] is not None
         else:
             await admin.execute("SELECT pg_current_xact_id()")  # age needs some transactions after it
-            assert (await admin.fetchrow(xmin_horizon.SQL["horizon"]))["backend_xmin_age"] >= 1
+            assert (await admin.fetchrow(SQL["horizon"]))["backend_xmin_age"] >= 1
         await holder.stop(admin)
         assert await admin.fetchval("SELECT count(*) FROM pg_replication_slots") == 0
         after = await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
         assert after == before
-        assert (await admin.fetchrow(xmin_horizon.SQL["horizon"]))["backend_xmin_age"] == 0
+        assert (await admin.fetchrow(SQL["horizon"]))["backend_xmin_age"] == 0
     finally:
         await admin.close()
 
@@ -58,5 +61,38 @@ async def test_every_cell_exactly_once_and_rotation_really_rotates(tmp_path):
     # a holder with an xmin keeps SKIP LOCKED's dead tuples; a logical slot does not (catalog_xmin only)
     sl = {r["holder"]: r["peak_n_dead_tup"] for r in held.filter(pl.col("design") == "skip_locked").iter_rows(named=True)}
     assert sl["rr_snapshot"] > 100 and sl["idle_xid"] > 100
-    assert (tmp_path / "xmin_horizon" / "postgres.samples.parquet").exists()
-    assert (tmp_path / "xmin_horizon" / "postgres.phases.parquet").exists()
+    assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.samples.parquet").exists()
+    assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.phases.parquet").exists()
+
+
+async def _databases(server) -> set[str]:
+    conn = await server.connect()
+    try:
+        return {r[0] for r in await conn.fetch("SELECT datname FROM pg_database")}
+    finally:
+        await conn.close()
+
+
+async def test_settings_a_users_server_lacks_are_an_error_unless_accepted(pg_server):
+    params = xmin_horizon.Params()
+    settings = params.server_settings()  # wal_level=logical, aggressive autovacuum: a default server has neither
+    with pytest.raises(BenchError, match="--accept-server-settings"):
+        await preflight(settings, dsn=pg_server.dsn)
+    plan = await preflight(settings, dsn=pg_server.dsn, accept_server_settings=True)
+    assert plan.not_applied["wal_level"] == {"requested": "logical", "effective": "replica"}
+    assert "max_connections" not in plan.not_applied
+
+
+async def test_a_failed_cell_on_a_users_server_is_kept_and_drops_what_it_created(pg_server, monkeypatch):
+    async def boom(*args, **kwargs):
+        raise RuntimeError("the cell blew up")
+
+    monkeypatch.setattr(xmin_horizon.measure, "run_cell", boom)
+    params = xmin_horizon.Params(designs=["skip_locked"], holders=["rr_snapshot", "logical_slot"], rate=50,
+                                 producers=1, consumers=1, bystanders=1, bystander_rows=100, bystander_rate=10,
+                                 phase_s=1, sample_interval_s=1)
+    run = await xmin_horizon.run(params, dsn=pg_server.dsn, accept_server_settings=True, progress=False)
+    errors = dict(zip(run.phases["holder"], run.phases["error"]))
+    assert errors["rr_snapshot"] == "RuntimeError: the cell blew up"  # kept as rows with the reason
+    assert "wal_level=logical" in errors["logical_slot"]  # a holder this server cannot provide says why
+    assert "benchlib_bystander" not in await _databases(pg_server)

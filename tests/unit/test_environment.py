@@ -18,7 +18,8 @@ def _name(spec: str) -> str:
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     conda = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())["dependencies"]
-    conda_names = {_name(d) for d in conda if isinstance(d, str)} - CONDA_ONLY
+    pip = [d for entry in conda if isinstance(entry, dict) for d in entry.get("pip", [])]
+    conda_names = {_name(d) for d in [*conda, *pip] if isinstance(d, str)} - CONDA_ONLY
     assert conda_names == {_name(d) for d in project}
 
 

@@ -4,13 +4,23 @@ from __future__ import annotations
 import pytest
 
 from benchlib.errors import BenchError
-from benchlib.studies.drain import Params
+from benchlib.studies.drain import Params, measure
 
 
 def test_defaults_are_the_method_sweep():
     p = Params()
     assert (p.consumers, p.batch_sizes, p.prefill, p.queue) == ((1, 2, 4), (1, 10, 50), 50_000, "skip_locked")
-    assert len(p.cells()) == 9
+    assert len(measure.cells(p)) == 9
+
+
+def test_settings_and_major_version_are_checked_here_names_and_values_by_the_server():
+    assert Params(settings={"synchronous_commit": False}).settings == {"synchronous_commit": "false"}
+    with pytest.raises(BenchError, match="settings must be a mapping"):
+        Params(settings="synchronous_commit=off")
+    with pytest.raises(BenchError, match="pg_major applies to the postgres backend only"):
+        Params(backend="sqlite", pg_major=15)
+    with pytest.raises(BenchError, match="pg_major must be >= 10"):
+        Params(pg_major=9)
 
 
 def test_lists_and_strings_normalise_to_tuples():

@@ -5,8 +5,10 @@ import json
 import polars as pl
 import pytest
 
+from benchlib.errors import BenchError
 from benchlib.provision import redact
-from benchlib.results import DRAIN_SCHEMA, Store, cell_key, code_version, frame, write_parquet
+from benchlib.results import Store, cell_key, code_version, frame, load_profile, read_json, write_parquet
+from benchlib.studies.drain.measure import SAMPLES as DRAIN_SCHEMA
 
 
 @pytest.mark.parametrize(("dsn", "kept"), [
@@ -39,8 +41,29 @@ def test_frame_has_exactly_the_schema():
     assert df["lost"].dtype == pl.Int64
 
 
+def test_frame_rejects_a_key_that_is_not_in_the_schema():
+    with pytest.raises(KeyError, match="losst"):
+        frame([{"backend": "postgres", "losst": 0}], DRAIN_SCHEMA)
+
+
+def test_damaged_published_files_are_one_line_errors_that_say_what_to_do(tmp_path):
+    home = tmp_path / "drain" / "standard"
+    write_parquet(frame([{"backend": "sqlite", "cell_key": "k"}], DRAIN_SCHEMA), home / "sqlite__sqlite.samples.parquet")
+    (home / "sqlite__sqlite.manifest.json").write_text("{not json")
+    with pytest.raises(BenchError) as err:
+        load_profile(tmp_path, "drain", "standard", "samples")
+    assert "sqlite__sqlite.manifest.json is damaged" in str(err.value) and "\n" not in str(err.value)
+    (home / "sqlite__sqlite.manifest.json").write_text("{}")
+    path = home / "sqlite__sqlite.samples.parquet"
+    path.write_bytes(path.read_bytes()[:30])
+    with pytest.raises(BenchError, match="sqlite__sqlite.samples.parquet is damaged .*: delete it and rerun"):
+        load_profile(tmp_path, "drain", "standard", "samples")
+    with pytest.raises(BenchError, match="is damaged"):
+        read_json(tmp_path / "missing.json")
+
+
 def test_cell_cache_roundtrip_and_published_fallback(tmp_path):
-    store = Store(tmp_path, "drain")
+    store = Store(tmp_path / "drain" / "smoke", tmp_path / "drain" / ".cells")
     key = cell_key(a=1, b=[1, 2])
     assert key == cell_key(b=[1, 2], a=1) != cell_key(a=2, b=[1, 2])
     assert store.cached(key, "postgres__skip_locked") is None
@@ -49,6 +72,7 @@ def test_cell_cache_roundtrip_and_published_fallback(tmp_path):
     assert store.cached(key, "postgres__skip_locked").equals(cell)
     (store.cells / f"{key}.parquet").unlink()
     store.publish("postgres__skip_locked", {"": cell}, {"run_id": "r1"})
+    assert store.holds_exactly("postgres__skip_locked", [key])
     assert store.cached(key, "postgres__skip_locked").equals(cell)
     assert json.loads(store.manifest_path("postgres__skip_locked").read_text()) == {"run_id": "r1"}
 

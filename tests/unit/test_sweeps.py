@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib import notebooks, sweeps
+import dataclasses
+
+from benchlib import notebooks, sweep, sweeps
 from benchlib.errors import BenchError
 from benchlib.studies import STUDIES
 
@@ -11,10 +13,25 @@ from benchlib.studies import STUDIES
 @pytest.mark.parametrize("study", list(STUDIES))
 @pytest.mark.parametrize("profile", sweeps.PROFILES)
 def test_every_profile_is_valid_and_matches_the_notebook(study, profile, tmp_path):
-    jobs = notebooks.plan(study, profile, data_dir=tmp_path)
-    assert jobs and all(out.suffix == ".ipynb" and "build" in out.parts for out, _ in jobs)
+    jobs = sweep.plan(profile, [study], data_dir=tmp_path)
+    assert jobs and all(j.out.suffix == ".ipynb" and "build" in j.out.parts for j in jobs)
     if study == "drain":
-        assert {p["backend"] for _, p in jobs} == {"postgres", "sqlite"}
+        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite"}
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_the_notebook_declares_every_parameter_a_profile_may_set(study):
+    declared = notebooks.declared_parameters(notebooks.notebook_for(study))
+    fields = {f.name for f in dataclasses.fields(STUDIES[study].Params)}
+    assert declared == fields | set(notebooks.RUN_OPTIONS)
+
+
+def test_a_profile_file_that_is_not_yaml_is_a_one_line_error(tmp_path, monkeypatch):
+    (tmp_path / "drain.yaml").write_text("smoke:\n  common: {consumers: [1, 2}\n")
+    monkeypatch.setattr(sweeps, "PROFILE_DIR", tmp_path)
+    with pytest.raises(BenchError, match=r"drain.yaml line 2, column \d+: not valid YAML") as err:
+        sweeps.load("drain", "smoke")
+    assert "\n" not in str(err.value)
 
 
 def test_xmin_full_profile_is_the_seed_sized_cell():

@@ -6,8 +6,9 @@ import pytest
 
 from benchlib.errors import BenchError
 from benchlib.measure import Latencies
-from benchlib.results import XMIN_SAMPLES_SCHEMA, frame
-from benchlib.studies.xmin_horizon import Params, Snapshot, phase_at, phase_rows, window_row
+from benchlib.results import frame
+from benchlib.studies.xmin_horizon.measure import SAMPLE_SCHEMA as XMIN_SAMPLES_SCHEMA
+from benchlib.studies.xmin_horizon.measure import Params, Snapshot, phase_at, phase_rows, window_row
 
 
 def snap(t, produced, consumed, dead=0, nbytes=8192, av=0, lat_ms=(), rotation=None, backend_age=None):

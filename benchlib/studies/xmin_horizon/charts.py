@@ -43,9 +43,12 @@ def over_time(samples: pl.DataFrame, metric: str, title: str, scale: float = 1.0
     return _grid(data, line, title)
 
 
-def rotation_children(samples: pl.DataFrame) -> alt.FacetChart:
+def rotation_children(samples: pl.DataFrame) -> alt.TopLevelMixin:
     """Rows in each child of the rotation design over time, one panel per holder."""
     rot = _phases(samples).filter(pl.col("rows_per_child").is_not_null())
+    if rot.height == 0:
+        return alt.Chart(pl.DataFrame({"text": ["rotation is not among this run's designs"]})).mark_text(
+            size=13).encode(text="text:N").properties(width=PANEL_W, height=40)
     data = (rot.select("design", "holder", "phase", "t_s", "held_start", "held_end", "rows_per_child")
             .with_columns(pl.col("rows_per_child").list.eval(pl.int_range(pl.len())).alias("child"))
             .explode("rows_per_child", "child").rename({"rows_per_child": "rows"}))

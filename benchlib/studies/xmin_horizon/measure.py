@@ -599,14 +599,12 @@ def cells(p: Params) -> list[Cell]:
 
 
 async def _prepare(p: Params, server: PgServer, state: dict) -> None:
-    """Once per run, before the first measured cell: check the server, load the bystander table."""
-    if state:
+    """Once per run, before the first measured cell: read the server, load the bystander table."""
+    if "bystanders" in state:
         return
     conn = await server.connect()
     try:
-        if "logical_slot" in p.holders and await conn.fetchval(SQL["wal_level"]) != "logical":
-            raise BenchError("holder logical_slot needs wal_level=logical on the server: "
-                             "drop it from holders, or use a server with wal_level=logical")
+        state["wal_level"] = await conn.fetchval(SQL["wal_level"])
         rows = await conn.fetch(SQL["settings_named"], list(p.server_settings()))
     finally:
         await conn.close()
@@ -616,8 +614,11 @@ async def _prepare(p: Params, server: PgServer, state: dict) -> None:
 
 async def measure(p: Params, cell: Cell, server: PgServer, state: dict, step: Callable[..., None]) -> Rows:
     design, holder = cell.parts["design"], cell.parts["holder"]
-    step("loading the bystander table" if not state else "baseline", advance=0)
+    step("baseline" if "bystanders" in state else "loading the bystander table", advance=0)
     await _prepare(p, server, state)
+    if holder == "logical_slot" and state["wal_level"] != "logical":
+        raise BenchError("holder logical_slot needs wal_level=logical on the server: "
+                         "drop it from holders, or use a server with wal_level=logical")
 
     def on_phase(phase: str) -> None:
         step(phase, advance=int(phase == "held"))

@@ -240,10 +240,16 @@ class Store:
         write_parquet(df, self._cell_path(key, table))
 
     def holds_exactly(self, stem: str, keys: Iterable[str], table: str = "") -> bool:
-        """True when the published file of `stem` holds exactly the cells `keys` (and a manifest)."""
+        """True when the published file of `stem` holds exactly the cells `keys`, with a readable manifest."""
         rows = self._readable(self.published(stem, table), "it is replaced", columns=["cell_key"])
-        return (rows is not None and self.manifest_path(stem).exists()
-                and set(rows["cell_key"]) == set(keys))
+        if rows is None or set(rows["cell_key"]) != set(keys):
+            return False
+        try:
+            read_json(self.manifest_path(stem))
+        except BenchError as err:
+            self.warn(f"warning: {err}; it is replaced")
+            return False
+        return True
 
     def publish(self, stem: str, tables: Mapping[str, pl.DataFrame], manifest: Mapping[str, Any]) -> None:
         """Replace the published tables and manifest of `stem`, each atomically; the manifest last."""

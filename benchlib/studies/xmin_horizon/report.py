@@ -15,6 +15,8 @@ TITLE = "xmin horizon: queues while something holds VACUUM back"
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path]
             ) -> dict[str, Any]:
+    from benchlib import sweeps  # the profiles know the studies: imported late, not at module load
+
     samples, phases = tables["samples"], tables["phases"]
     names = [n for n in charts.CHARTS if n != "rotation_children" or charts.has_rotation(samples)]
     return {
@@ -26,5 +28,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "slot_effect": analysis.slot_effect(phases),
         "params": manifests[0]["params"] if manifests else {},
         "major": manifests[0]["server"]["major"] if manifests else None,
+        "full": sweeps.load("xmin_horizon", "full")[0],
         **analysis.accounting(phases),
     }

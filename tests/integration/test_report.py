@@ -1,0 +1,54 @@
+"""A profile's report, from its data alone: the answer first, facts from the manifests."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from benchlib import lab, report
+from benchlib.studies import drain
+from benchlib.tables import plural
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+async def smoke_data(tmp_path_factory):
+    data = tmp_path_factory.mktemp("data")
+    await drain.run(drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[1, 10], prefill=100, samples=1,
+                                 warmup=0), data_dir=data, profile="smoke", progress=False)
+    return data
+
+
+def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, tmp_path):
+    out = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "figures", out=tmp_path / "report.md")
+    text = out.read_text()
+    assert "short runs support no conclusions" in text.splitlines()[0]
+    assert text.index("## The answer in one table") < text.index("## Where these numbers come from")
+    assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden
+    assert "(s)" not in text
+    assert f"{plural(os.cpu_count(), 'core')}, shared by the harness and the server" in text  # from the manifest
+    assert (tmp_path / "figures" / "drain" / "smoke" / "throughput_vs_batch.svg").exists()
+    assert "](figures/drain/smoke/throughput_vs_batch.svg)" in text
+
+
+def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(smoke_data, tmp_path):
+    manifest_path = smoke_data / "drain" / "smoke" / "sqlite__sqlite.manifest.json"
+    original = manifest_path.read_text()
+    manifest = json.loads(original)
+    manifest["machine"]["load_before"] = [7.5, 3.0, 1.0]
+    manifest["server"]["settings_not_applied"] = {"autovacuum_naptime": {"requested": "2s", "effective": "1min"}}
+    manifest_path.write_text(json.dumps(manifest))
+    try:
+        text = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
+    finally:
+        manifest_path.write_text(original)
+    assert "**Something else ran on the machine**" in text and "(7.5)" in text
+    assert "**Ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
+
+
+def test_make_lab_works_as_root_and_on_loopback_only(monkeypatch):
+    monkeypatch.setattr(lab.os, "geteuid", lambda: 0)
+    cmd = lab.command(8888, "tok")
+    assert "--allow-root" in cmd and "--ip=127.0.0.1" in cmd and "--IdentityProvider.token=tok" in cmd

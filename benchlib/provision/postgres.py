@@ -31,7 +31,7 @@ from benchlib.errors import BenchError
 from benchlib.provision import binaries as bins
 from benchlib.provision import docker
 from benchlib.provision.binaries import ServerBinaries
-from benchlib.provision.local_cluster import LocalCluster, check_settings
+from benchlib.provision.local_cluster import LocalCluster, check_settings, runnable
 
 SQL = sql.beside(__file__)
 NO_POSTGRES = (
@@ -187,7 +187,7 @@ async def preflight(settings: Mapping[str, str] | None = None, *, dsn: str | Non
     settings = {str(k): str(v) for k, v in (settings or {}).items()}
     way = choose(dsn, major)
     if way == "local":
-        binaries = bins.choose(major)
+        binaries = runnable(bins.choose(major))
         max_conn = int(check_settings(binaries, settings))
         plan = Plan(way, settings, binaries=binaries, max_connections=max_conn)
         _check_connections(plan, connections, "add max_connections to the settings")

@@ -158,3 +158,20 @@ async def test_a_study_can_ask_for_another_major_version():
     async with open_backend("postgres", major=15) as server:
         info = await server.describe()
     assert info["major"] == 15 and info["binaries"] == "system"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another account")
+def test_binaries_the_server_account_cannot_reach_are_used_from_a_root_owned_copy(tmp_path, monkeypatch):
+    from benchlib.provision.local_cluster import _runs_as_server, runnable
+
+    wheel = binaries.wheel()
+    package = wheel.bindir.parent.parent
+    site = tmp_path / "site"  # under pytest's 0700 root-owned temp dir, like a venv in /root
+    shutil.copytree(package, site / package.name, symlinks=True)
+    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
+    monkeypatch.setenv("BENCH_PG_BINDIR", str(site / package.name / "pginstall" / "bin"))
+    hidden = binaries.from_env()
+    assert not _runs_as_server(hidden.bindir)
+    usable = runnable(hidden)
+    assert usable.bindir.is_relative_to("/var/cache/benchlib") and _runs_as_server(usable.bindir)
+    assert usable.bindir.stat().st_uid == 0 and "copied to" in usable.source

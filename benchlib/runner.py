@@ -36,8 +36,8 @@ from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
 from benchlib.provision import backend as get_backend
 from benchlib.provision import binaries
-from benchlib.results import (MACHINE_KEY, Schema, Store, cell_key, code_version, frame, git_info, machine,
-                              new_run_id, package_versions, read_json, utc_now)
+from benchlib.provenance import MACHINE_KEY, CpuShare, git_info, machine, package_versions
+from benchlib.results import Schema, Store, cell_key, code_version, frame, new_run_id, read_json, utc_now
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Study(Protocol):
     """What a study module provides to the runner."""
 
     STUDY: str
-    TABLES: Mapping[str, Schema]  # "" for a study with one table
+    TABLES: Mapping[str, Schema]  # table name -> schema; published as <stem>.<table>.parquet
     AXES: tuple[str, ...]  # the Params fields a cell is a point of; the rest is common to all cells
 
     def stem(self, params: Any) -> str: ...
@@ -95,11 +95,11 @@ async def run(study: Study, params: Any, *, dsn: str | None = None, data_dir: st
     """Measure every cell of `params`; with `data_dir`, resume from and publish to it."""
     if accept_server_settings is None:
         accept_server_settings = os.environ.get("BENCH_ACCEPT_SERVER_SETTINGS", "") in ("1", "yes", "true")
-    store = None
-    if data_dir is not None:
-        root = outputs.study_dir(data_dir, study.STUDY, profile)
-        store = Store(outputs.check_writable(root, "results"), Path(data_dir) / study.STUDY / ".cells")
+    root = outputs.study_dir(data_dir, study.STUDY, profile) if data_dir is not None else None
     plan = await preflight(study, params, dsn=dsn, accept_server_settings=accept_server_settings)
+    store = None
+    if root is not None:  # created only once everything else checked out: a refused run leaves no folder
+        store = Store(outputs.check_writable(root, "results"), Path(data_dir) / study.STUDY / ".cells")
     with outputs.locked(data_dir) if data_dir is not None else nullcontext():
         return await _interruptible(_run(study, params, plan, store, force, profile, progress))
 
@@ -149,13 +149,14 @@ async def _interruptible(coro: Awaitable[Run]) -> Run:
 async def _run(study: Study, params: Any, plan: Any, store: Store | None, force: bool, profile: str,
                progress: bool) -> Run:
     be = get_backend(study.backend(params))
-    run_id, started, load_before = new_run_id(), utc_now(), os.getloadavg()
+    run_id, started, cpu = new_run_id(), utc_now(), CpuShare()
     host = machine()
     stem = study.stem(params)
     common = {k: v for k, v in asdict(params).items() if k not in study.AXES}
     cells = study.cells(params)
     frames: dict[str, list[pl.DataFrame]] = {t: [] for t in study.TABLES}
     keys, codes, reused = [], set(), 0
+    company: dict[str, dict] = {}  # per measured cell: who else used the machine meanwhile
     state: dict[str, Any] = {}
     async with be.open(plan) as target:
         server = await target.describe()
@@ -181,11 +182,12 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         pbar.set_postfix_str(f"{cell.label} {note}".strip(), refresh=False)
                         pbar.update(advance)
 
-                    before = pbar.n
+                    before, cell_cpu = pbar.n, CpuShare()
                     try:
                         rows = await study.measure(params, cell, target, state, step)
                     except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
                         rows = study.failed(params, cell, failure_reason(err))
+                    company[key] = {"cell": cell.label, **cell_cpu.stop()}
                     pbar.update(max(0, before + cell.steps - pbar.n))
                     extra = {"cell_key": key, "run_id": run_id}
                     for t, schema in study.TABLES.items():
@@ -205,9 +207,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
         "started_at": started, "finished_at": utc_now(),
         "params": asdict(params), "cells": keys, "cells_reused": reused, "code_versions": sorted(codes),
         "git": git_info(), "packages": package_versions(),
-        "machine": host | {"fsync_per_s": fsync,
-                           "load_before": [round(x, 2) for x in load_before],
-                           "load_after": [round(x, 2) for x in os.getloadavg()]},
+        "machine": host | {"fsync_per_s": fsync}, "company": cpu.stop(), "company_per_cell": company,
         "server": server, "systems": study.systems(params),
     }
     result = Run(tables, manifest)

@@ -37,14 +37,17 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     manifest_path = smoke_data / "drain" / "smoke" / "sqlite__sqlite.manifest.json"
     original = manifest_path.read_text()
     manifest = json.loads(original)
-    manifest["machine"]["load_before"] = [7.5, 3.0, 1.0]
+    manifest["company"] |= {"others_share": 0.35, "steal_share": 0.05}
+    first_cell = next(iter(manifest["company_per_cell"]))
+    manifest["company_per_cell"][first_cell] |= {"others_share": 0.5}
     manifest["server"]["settings_not_applied"] = {"autovacuum_naptime": {"requested": "2s", "effective": "1min"}}
     manifest_path.write_text(json.dumps(manifest))
     try:
         text = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
     finally:
         manifest_path.write_text(original)
-    assert "**Something else ran on the machine**" in text and "(7.5)" in text
+    assert "**Something else used the machine** during 1 run" in text and "sqlite__sqlite (40%)" in text
+    assert "Cells measured while other processes or the hypervisor took 10% or more of the CPU: consumers=1" in text
     assert "**Ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
 
 

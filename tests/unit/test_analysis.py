@@ -33,7 +33,7 @@ def test_drain_levers_and_headline_come_from_the_data():
     assert round(by["postgres/skip_locked"]["consumer_ratio"], 2) == 1.5
     assert round(by["sqlite/sqlite"]["batch_ratio"], 2) == 30
     rows = drain.headline(summary)
-    assert rows[0]["answer"] == "postgres/skip_locked does; sqlite/sqlite does not"
+    assert rows[0]["answer"] == "yes for postgres/skip_locked; no for sqlite/sqlite"
     assert "1.50× from 1 to 4 consumers at batch 1" in rows[0]["evidence"]
     assert rows[1]["answer"] == "yes, 25× to 30×: the strongest lever"
 

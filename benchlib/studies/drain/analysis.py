@@ -130,9 +130,9 @@ def headline(summary: pl.DataFrame) -> list[dict[str, str]]:
         flat = [x for x in with_c if x["consumer_ratio"] < SCALES]
         answer = []
         if scaling:
-            answer.append(", ".join(f"{x['system']} does" for x in scaling))
+            answer.append("yes for " + ", ".join(x["system"] for x in scaling))
         if flat:
-            answer.append(", ".join(f"{x['system']} does not" for x in flat))
+            answer.append("no for " + ", ".join(x["system"] for x in flat))
         rows.append({
             "question": "Does adding consumers drain a backlog faster?",
             "answer": "; ".join(answer),

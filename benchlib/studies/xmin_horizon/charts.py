@@ -23,10 +23,10 @@ def _phases(samples: pl.DataFrame) -> pl.DataFrame:
     return rows.join(held, on=["design", "holder"], how="left")
 
 
-def _grid(data: pl.DataFrame, line: alt.Chart, title: str) -> alt.FacetChart:
+def _grid(data: pl.DataFrame, line: alt.Chart, title: str, column: str = "design") -> alt.FacetChart:
     shade = alt.Chart().mark_rect(opacity=0.12, color="gray").encode(x="min(held_start):Q", x2="max(held_end):Q")
     return (alt.layer(shade, line).properties(width=PANEL_W, height=PANEL_H)
-            .facet(column=alt.Column("design:N", title=None), row=alt.Row("holder:N", title=None), data=data)
+            .facet(column=alt.Column(f"{column}:N", title=None), row=alt.Row("holder:N", title=None), data=data)
             .resolve_scale(y="independent").properties(title=f"{title} (held phase shaded)"))
 
 
@@ -36,7 +36,7 @@ def over_time(samples: pl.DataFrame, metric: str, title: str, scale: float = 1.0
                                    (pl.col(metric) / scale).alias("value"))
     line = alt.Chart().mark_line(point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X("t_s:Q", title="seconds since the workload started"),
-        y=alt.Y("value:Q", title=title),
+        y=alt.Y("value:Q", title=None),
         tooltip=["design", "holder", "phase", alt.Tooltip("t_s:Q", format=".0f"),
                  alt.Tooltip("value:Q", title=title, format=",.2f")],
     )
@@ -44,22 +44,23 @@ def over_time(samples: pl.DataFrame, metric: str, title: str, scale: float = 1.0
 
 
 def rotation_children(samples: pl.DataFrame) -> alt.TopLevelMixin:
-    """Rows in each child of the rotation design over time, one panel per holder."""
+    """Rows in each child table of the rotation design over time: one panel per holder (rows) and
+    child (columns), so children at the same level do not hide each other. A sawtooth means the
+    children are truncated and refilled in turn; a child that keeps climbing means rotation is stuck."""
     rot = _phases(samples).filter(pl.col("rows_per_child").is_not_null())
     if rot.height == 0:
         return alt.Chart(pl.DataFrame({"text": ["rotation is not among this run's designs"]})).mark_text(
             size=13).encode(text="text:N").properties(width=PANEL_W, height=40)
     data = (rot.select("design", "holder", "phase", "t_s", "held_start", "held_end", "rows_per_child")
             .with_columns(pl.col("rows_per_child").list.eval(pl.int_range(pl.len())).alias("child"))
-            .explode("rows_per_child", "child").rename({"rows_per_child": "rows"}))
+            .explode("rows_per_child", "child").rename({"rows_per_child": "rows"})
+            .with_columns(pl.format("child {}", pl.col("child")).alias("child")))
     line = alt.Chart().mark_line(interpolate="step-after").encode(
         x=alt.X("t_s:Q", title="seconds since the workload started"),
-        y=alt.Y("rows:Q", title="rows in the child table"),
-        color=alt.Color("child:N", title="child"),
+        y=alt.Y("rows:Q", title=None),
         tooltip=["holder", "phase", "child", alt.Tooltip("t_s:Q", format=".0f"), "rows"],
     )
-    return _grid(data, line, "rotation: rows per child (a sawtooth = children truncated and refilled in turn; "
-                             "a climbing child = rotation stuck)")
+    return _grid(data, line, "rotation: rows in each child table", column="child")
 
 
 def has_rotation(samples: pl.DataFrame) -> bool:

@@ -70,7 +70,7 @@ async def target_for(request, pg_server):
     dbs = []
 
     async def make(queue_name: str):
-        backend = QUEUES[queue_name].backend
+        backend = QUEUES[queue_name].backends[0]
         if backend == "sqlite":
             return await stack.enter_async_context(sqlite())
         name, db = await new_database(pg_server)

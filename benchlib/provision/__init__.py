@@ -17,21 +17,25 @@ from typing import Any
 from benchlib.errors import BenchError
 from benchlib.provision import postgres as _pg
 from benchlib.provision.postgres import PgServer, redact
-from benchlib.provision.sqlite import SqliteConn, SqliteTarget, check_pragmas, sqlite
+from benchlib.provision.sqlite import SqliteConn, SqliteTarget, check_engine, check_pragmas, sqlite
 
 Target = PgServer | SqliteTarget
 
 
 @dataclass(frozen=True)
-class SqlitePlan:
+class FilePlan:
+    backend: str
     settings: dict[str, str]
     way: str = "file"
-    source: str = "Python's sqlite3 module"
 
 
-async def _sqlite_preflight(settings: Mapping[str, str] | None = None, **_: Any) -> SqlitePlan:
-    check_pragmas(settings)
-    return SqlitePlan({str(k): str(v) for k, v in (settings or {}).items()})
+def _file_preflight(backend: str) -> Callable[..., Awaitable[FilePlan]]:
+    async def preflight(settings: Mapping[str, str] | None = None, **_: Any) -> FilePlan:
+        check_engine(backend)
+        check_pragmas(settings)
+        return FilePlan(backend, {str(k): str(v) for k, v in (settings or {}).items()})
+
+    return preflight
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,8 @@ class Backend:
 
 BACKENDS: dict[str, Backend] = {
     "postgres": Backend("postgres", _pg.preflight, _pg.postgres),
-    "sqlite": Backend("sqlite", _sqlite_preflight, lambda plan: sqlite(pragmas=plan.settings)),
+    "sqlite": Backend("sqlite", _file_preflight("sqlite"), lambda plan: sqlite(plan.settings, plan.backend)),
+    "turso": Backend("turso", _file_preflight("turso"), lambda plan: sqlite(plan.settings, plan.backend)),
 }
 
 

@@ -16,7 +16,6 @@ A DSN's password never leaves this module: everything written down uses `safe_ds
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from collections.abc import AsyncIterator, Mapping

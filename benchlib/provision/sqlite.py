@@ -1,4 +1,9 @@
-"""SQLite targets: a real database file, and connections that suit an async harness.
+"""SQLite-family targets: a real database file, and connections that suit an async harness.
+
+Two engines read and write the same file format: SQLite itself (Python's sqlite3)
+and Turso, the Rust rewrite of SQLite (PyPI `pyturso`, local files only). Both speak
+the DB-API with the same SQL and pragmas, so our `sqlite` design runs on either and
+the two compare like for like; an Engine says which module opens the file.
 
 Each connection is pinned to a thread of its own (sqlite3 releases the GIL during
 I/O, so consumers really do contend for the file's write lock). We do not use
@@ -27,17 +32,49 @@ T = TypeVar("T")
 DEFAULT_PRAGMAS = {"journal_mode": "wal", "synchronous": "full", "busy_timeout": "30000"}
 
 
-class SqliteConn:
-    """One sqlite3 connection and the single thread that owns it."""
+@dataclass(frozen=True)
+class Engine:
+    """Which library opens the file: `connect(path)` returns a DB-API connection in
+    autocommit mode (isolation_level=None: we issue BEGIN/COMMIT ourselves)."""
 
-    def __init__(self, path: Path, pragmas: Mapping[str, str]):
-        self._path, self._pragmas = path, dict(pragmas)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-        self._db: sqlite3.Connection | None = None
+    backend: str
+    package: str | None  # the PyPI distribution; None for the standard library
+    connect: Callable[[Path], Any]
+    version: Callable[[], str]
+
+
+def _sqlite3_connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def _turso_connect(path: Path) -> Any:
+    import turso  # imported on use: a SQLite-only run does not need the package
+
+    return turso.connect(str(path), isolation_level=None)
+
+
+def _turso_version() -> str:
+    from importlib.metadata import version
+
+    return f"Turso (pyturso {version('pyturso')})"
+
+
+ENGINES = {
+    "sqlite": Engine("sqlite", None, _sqlite3_connect, lambda: f"SQLite {sqlite3.sqlite_version}"),
+    "turso": Engine("turso", "pyturso", _turso_connect, _turso_version),
+}
+
+
+class SqliteConn:
+    """One connection to the file and the single thread that owns it."""
+
+    def __init__(self, path: Path, pragmas: Mapping[str, str], engine: Engine = ENGINES["sqlite"]):
+        self._path, self._pragmas, self._engine = path, dict(pragmas), engine
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=engine.backend)
+        self._db: Any = None
 
     def _open(self) -> None:
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves.
-        self._db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        self._db = self._engine.connect(self._path)
         for key, value in self._pragmas.items():
             self._db.execute(f"PRAGMA {key}={value}")
 
@@ -55,7 +92,7 @@ class SqliteConn:
 
 @dataclass
 class SqliteTarget:
-    """A SQLite database file; `connect()` opens a client."""
+    """A database file of the SQLite family; `connect()` opens a client."""
 
     path: Path
     pragmas: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PRAGMAS))
@@ -63,8 +100,12 @@ class SqliteTarget:
     backend: str = "sqlite"
     on_this_machine: bool = True
 
+    @property
+    def engine(self) -> Engine:
+        return ENGINES[self.backend]
+
     async def connect(self) -> SqliteConn:
-        conn = SqliteConn(self.path, self.pragmas)
+        conn = SqliteConn(self.path, self.pragmas, self.engine)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(conn._pool, conn._open)
         return conn
@@ -79,9 +120,9 @@ class SqliteTarget:
         return {
             "kind": self.kind,
             "location": "temporary file",
-            "version": f"SQLite {sqlite3.sqlite_version}",
-            "major": int(sqlite3.sqlite_version.split(".")[0]),
-            "binaries": "Python's sqlite3 module",
+            "version": self.engine.version(),
+            "major": int(sqlite3.sqlite_version.split(".")[0]) if self.backend == "sqlite" else None,
+            "binaries": f"the {self.engine.package} package" if self.engine.package else "Python's sqlite3 module",
             "settings_requested": dict(self.pragmas),
             "settings_not_applied": {},
             "settings_non_default": effective,
@@ -97,11 +138,22 @@ def check_pragmas(pragmas: Mapping[str, str] | None) -> None:
             raise BenchError(f"SQLite {sqlite3.sqlite_version} has no pragma {name!r}: fix the study's settings")
 
 
+def check_engine(backend: str) -> None:
+    """The engine's package is installed: else a one-line error before any work."""
+    engine = ENGINES[backend]
+    if engine.package:
+        try:
+            engine.version()
+        except Exception:
+            raise BenchError(f"the {backend} backend needs the {engine.package} package: "
+                             f"pip install {engine.package} (it is in requirements.lock)") from None
+
+
 @asynccontextmanager
-async def sqlite(pragmas: Mapping[str, str] | None = None) -> AsyncIterator[SqliteTarget]:
+async def sqlite(pragmas: Mapping[str, str] | None = None, backend: str = "sqlite") -> AsyncIterator[SqliteTarget]:
     """A fresh database file in a private temp dir (tempdirs: removed afterwards, swept if orphaned)."""
     root = tempdirs.make("sqlite")
     try:
-        yield SqliteTarget(path=root / "queue.db", pragmas={**DEFAULT_PRAGMAS, **(pragmas or {})})
+        yield SqliteTarget(path=root / "queue.db", pragmas={**DEFAULT_PRAGMAS, **(pragmas or {})}, backend=backend)
     finally:
         tempdirs.remove(root)

@@ -1,45 +1,74 @@
 """The systems under test, found through one registry.
 
-Adding a queue: write `benchlib/queues/<name>.py` (+ `<name>.sql`) with a class that
-speaks `base.PullQueue`, add it to QUEUES below, and add a row to the README's
-queue table. Nothing else in the harness names a queue.
+Adding a system (ours or a real library): write `benchlib/queues/<name>.py` with a
+class that speaks `base.PullQueue` (+ `<name>.sql` for SQL we send ourselves) or
+`base.WorkerSystem` (a library that runs its own workers; a program in another
+language subclasses `jsonlines.JsonLinesSystem`), add it to QUEUES below, and add a
+row to the README's systems table. Nothing else in the harness names a system.
 """
 from __future__ import annotations
 
 from benchlib.errors import BenchError
-from benchlib.results import module_file
-from benchlib.queues.base import Job, PullQueue
+from benchlib.queues.base import Job, PullQueue, WorkerSystem, system_version
+from benchlib.queues.pgmq_queue import Pgmq
+from benchlib.queues.pgqrs_queue import Pgqrs
+from benchlib.queues.pgqueuer_system import Pgqueuer
+from benchlib.queues.procrastinate_system import Procrastinate
+from benchlib.queues.reference_adapter import ReferenceAdapter
 from benchlib.queues.rotation import Rotation
 from benchlib.queues.skip_locked import SkipLocked
 from benchlib.queues.skip_locked_delete import SkipLockedDelete
 from benchlib.queues.sqlite_queue import SqliteQueue
+from benchlib.results import module_file
 
-QUEUES: dict[str, type[PullQueue]] = {q.name: q for q in (SkipLocked, SqliteQueue, SkipLockedDelete, Rotation)}
+System = PullQueue | WorkerSystem
+
+QUEUES: dict[str, type[System]] = {q.name: q for q in (
+    SkipLocked, SqliteQueue, SkipLockedDelete, Rotation,  # ours: the reference designs
+    Pgmq, Pgqrs,  # real pull systems
+    Procrastinate, Pgqueuer,  # real worker systems
+    ReferenceAdapter,  # the JSON-lines contract's reference adapter
+)}
+
+
+def designs_on(backend: str, ours_only: bool = False, kind: str | None = None) -> list[str]:
+    """Names of the systems that run on `backend` (only our in-process SQL designs with
+    `ours_only`; only pull or worker systems with `kind`)."""
+    return [n for n, c in QUEUES.items() if backend in c.backends and (kind is None or c.kind == kind)
+            and not (ours_only and (c.package or c.kind != "pull"))]
 
 
 def default_for(backend: str) -> str:
     """The first registered queue that runs on `backend`."""
-    for name, cls in QUEUES.items():
-        if cls.backend == backend:
-            return name
-    raise BenchError(f"no queue runs on backend {backend!r}")
+    names = designs_on(backend)
+    if not names:
+        raise BenchError(f"no queue runs on backend {backend!r}")
+    return names[0]
 
 
 def code_files(name: str) -> tuple[str, ...]:
     """Source files of a queue's class and the benchlib classes it builds on: its measuring code."""
-    return tuple(dict.fromkeys(module_file(c) for c in QUEUES[name].__mro__ if c.__module__.startswith("benchlib.")))
+    cls = QUEUES[name]
+    modules = (module_file(c) for c in cls.__mro__ if c.__module__.startswith("benchlib."))
+    return tuple(dict.fromkeys([*modules, *getattr(cls, "extra_code", ())]))  # e.g. an adapter program
 
 
-def get(name: str, backend: str | None = None) -> PullQueue:
+def describe(name: str) -> dict[str, str]:
+    """What the manifest records of a system: its one-line summary and exact version."""
+    cls = QUEUES[name]
+    return {"summary": cls.summary, "version": system_version(cls)}
+
+
+def get(name: str, backend: str | None = None) -> System:
     """An instance of queue `name`, checked against `backend` when given."""
     try:
         cls = QUEUES[name]
     except KeyError:
         raise BenchError(f"unknown queue {name!r}: choose one of {', '.join(QUEUES)}") from None
-    if backend is not None and cls.backend != backend:
-        fits = [n for n, c in QUEUES.items() if c.backend == backend]
-        raise BenchError(f"queue {name!r} runs on {cls.backend}, not {backend}: for {backend} use {', '.join(fits)}")
+    if backend is not None and backend not in cls.backends:
+        raise BenchError(f"queue {name!r} runs on {', '.join(cls.backends)}, not {backend}: "
+                         f"for {backend} use {', '.join(designs_on(backend))}")
     return cls()
 
 
-__all__ = ["QUEUES", "Job", "PullQueue", "code_files", "default_for", "get"]
+__all__ = ["QUEUES", "Job", "PullQueue", "System", "WorkerSystem", "code_files", "default_for", "describe", "designs_on", "get"]

@@ -1,24 +1,51 @@
-"""The small protocol every system under test speaks.
+"""The small protocol every pull system under test speaks.
 
-Pull queues (this file) are driven by the harness itself, so each operation can be
-timed: `install` (fresh state), `enqueue_many`, `dequeue(n)`, `ack(ids)`, and
-`settle` (untimed housekeeping between prefill and the clock). Worker systems that
-run their own loop (procrastinate, River, ...) will get a second, equally small
-protocol beside this one; studies declare which kinds they support.
+Two kinds of system, one accounting (every handled job's id, so lost jobs and
+duplicates are counted the same way for all):
+
+**pull** systems are driven by the harness itself, so each operation can be timed:
+`connect(target, role)` opens one worker's session (a client connection for our designs,
+the library's own client for a real system), then `install` (fresh state),
+`enqueue_many`, `settle` (untimed housekeeping between prefill and the clock),
+`dequeue(n)`, `ack(ids)` and `uninstall`.
+
+**worker** systems run their own loop and call a handler (procrastinate, pgqueuer,
+and, through the JSON-lines contract in adapters/CONTRACT.md, systems in other
+languages). The harness opens a `session(target)`, installs and enqueues through the
+library's public API, then `work(concurrency, batch, handled, stop)` starts the
+library's workers with a no-op handler that reports each job's id (and when it ran)
+to `handled`, until the harness sets `stop`. A system with no fetch/batch setting
+says so (`batch_setting = None`) and is swept over concurrency only.
+
+A system names the backends it runs on and where its code comes from (`package`,
+whose installed version the manifest records; None for our own designs).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar, Protocol
 
 Job = Sequence[Any]  # (id, payload, ...): only job[0], the unique id, is relied upon
 
 
+class Session(Protocol):
+    async def close(self) -> None: ...
+
+
 class PullQueue(Protocol):
     name: ClassVar[str]
-    backend: ClassVar[str]  # which provision.BACKENDS entry it runs on
+    backends: ClassVar[tuple[str, ...]]  # which provision.BACKENDS entries it runs on
     kind: ClassVar[str]  # "pull"
     summary: ClassVar[str]  # one line for the README and the report
+    package: ClassVar[str | None]  # the PyPI distribution of a real system; None for ours
+
+    async def connect(self, target: Any, role: str = "admin") -> Session:
+        """One worker's session on `target` (each consumer gets its own); `role` is
+        "admin" (install, prefill, cleanup) or "consumer", so a system can register
+        its consumer before the clock starts."""
 
     async def install(self, conn: Any) -> None:
         """Drop and recreate the design's tables: every sample starts empty."""
@@ -37,3 +64,78 @@ class PullQueue(Protocol):
 
     async def ack(self, conn: Any, ids: Sequence[int]) -> None:
         """Mark claimed jobs done ("archive") in a transaction of its own."""
+
+
+Handled = Callable[[int, int | None], None]  # (job id, CLOCK_MONOTONIC ns when the handler ran, or None: now)
+
+
+class WorkerSession(Protocol):
+    async def install(self) -> None:
+        """Drop what an earlier install made; install afresh (the library's own migrations)."""
+
+    async def uninstall(self) -> None: ...
+
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
+        """Enqueue through the library's API (JSON text payloads); the library's job ids."""
+
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+        """Run the library's workers until `stop` is set (or the library finds the queue
+        empty and stops by itself), then stop them; return once they have stopped and
+        every handled job is recorded as done."""
+
+
+class WorkerSystem(Protocol):
+    name: ClassVar[str]
+    backends: ClassVar[tuple[str, ...]]
+    kind: ClassVar[str]  # "worker"
+    summary: ClassVar[str]
+    package: ClassVar[str | None]
+    batch_setting: ClassVar[str | None]  # the library's fetch-size knob the batch axis maps onto; None: none
+
+    def session(self, target: Any) -> AbstractAsyncContextManager[WorkerSession]: ...
+
+
+class OurDesign:
+    """What our own SQL designs share: a worker's session is one client connection of the target."""
+
+    kind: ClassVar[str] = "pull"
+    package: ClassVar[str | None] = None
+
+    async def connect(self, target: Any, role: str = "admin") -> Any:
+        return await target.connect()
+
+
+def system_version(cls: type) -> str:
+    """`<package> <version>` of a real system, `benchlib` for our designs (the manifest's record)."""
+    if cls.package is None:
+        return "benchlib (this repository)"
+    try:
+        found = f"{cls.package} {version(cls.package)}"
+    except PackageNotFoundError:
+        return f"{cls.package} (not installed)"
+    extra = getattr(cls, "version_detail", None)  # e.g. the SQL a client package ships
+    return f"{found} ({extra()})" if extra else found
+
+
+STOP_GRACE_S = 10.0
+
+
+async def until_stopped(worker: asyncio.Task, stop: asyncio.Event, grace_s: float = STOP_GRACE_S) -> None:
+    """Wait for a library's worker task that stops by itself once the queue is empty.
+
+    When the harness sets `stop` first (every job handled, or no progress for too
+    long), the worker gets `grace_s` to finish the jobs in hand and stop on its own,
+    then it is cancelled. Its own exception, if any, is raised.
+    """
+    stopped = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not worker.done():
+            await asyncio.wait({worker}, timeout=grace_s)
+    finally:
+        stopped.cancel()
+        if not worker.done():
+            worker.cancel()
+        await asyncio.gather(worker, stopped, return_exceptions=True)
+    if not worker.cancelled() and worker.exception() is not None:
+        raise worker.exception()

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from benchlib import sql
+from benchlib.queues.base import OurDesign
 
 SQL = sql.beside(__file__)
 
@@ -88,10 +89,9 @@ class _Member:
     unacked: set[int] = field(default_factory=set)  # handed out, not yet acknowledged
 
 
-class Rotation:
+class Rotation(OurDesign):
     name = "rotation"
-    backend = "postgres"
-    kind = "pull"
+    backends = ("postgres",)
     summary = "PgQ-style log: append-only children, snapshot ticks, members take tick batches, oldest TRUNCATEd"
     # Studies that drive the group API need a harness ticker (tick + rotate).
     ticked = True

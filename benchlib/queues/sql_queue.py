@@ -13,12 +13,12 @@ from typing import ClassVar
 import asyncpg
 
 from benchlib import sql
+from benchlib.queues.base import OurDesign
 
 
-class SqlQueue:
+class SqlQueue(OurDesign):
     name: ClassVar[str]
-    backend: ClassVar[str] = "postgres"
-    kind: ClassVar[str] = "pull"
+    backends: ClassVar[tuple[str, ...]] = ("postgres",)
     summary: ClassVar[str]
     SQL: ClassVar[dict[str, str]]
 

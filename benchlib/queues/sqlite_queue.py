@@ -4,7 +4,8 @@ SQLite has one writer at a time, so consumers queue on the file's write lock (th
 busy timeout makes them wait instead of failing). That is the point of the
 comparison: a backend that can only scale by batching, not by adding consumers.
 Each operation runs as one call on the connection's own thread (see
-provision.sqlite), wrapped in its own BEGIN IMMEDIATE ... COMMIT.
+provision.sqlite), wrapped in its own BEGIN IMMEDIATE ... COMMIT. The same SQL runs
+on Turso's engine (the `turso` backend), so the two engines compare like for like.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from benchlib import sql
 from benchlib.provision.sqlite import SqliteConn
+from benchlib.queues.base import OurDesign
 
 SQL = sql.beside(__file__)
 
@@ -29,10 +31,9 @@ def _write(db: sqlite3.Connection, statement: str, *args) -> list[tuple]:
     return rows
 
 
-class SqliteQueue:
+class SqliteQueue(OurDesign):
     name = "sqlite"
-    backend = "sqlite"
-    kind = "pull"
+    backends = ("sqlite", "turso")  # the same SQL on SQLite and on Turso's engine
     summary = "BEGIN IMMEDIATE; UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING; WAL, synchronous=FULL"
 
     async def install(self, conn: SqliteConn) -> None:

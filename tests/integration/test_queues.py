@@ -1,5 +1,6 @@
-"""Every registered pull queue, on its real backend: the lifecycle and exactly-once
-delivery under concurrency (8 consumers, each with its own connection)."""
+"""Every registered pull system (our designs and the real libraries), on its real
+backend: the lifecycle and exactly-once delivery under concurrency (8 consumers,
+each with its own connection)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,16 +9,18 @@ import pytest
 
 from benchlib import queues
 from benchlib.studies.drain import drain_once
+from benchlib.studies.drain.measure import drain_worker_once
 
 pytestmark = pytest.mark.integration
 PULL_QUEUES = [n for n, q in queues.QUEUES.items() if q.kind == "pull"]
+WORKER_SYSTEMS = [n for n, q in queues.QUEUES.items() if q.kind == "worker"]
 
 
 @pytest.mark.parametrize("name", PULL_QUEUES)
 async def test_lifecycle(name, target_for):
     target = await target_for(name)
     queue = queues.get(name)
-    conn = await target.connect()
+    conn = await queue.connect(target)
     try:
         await queue.install(conn)
         ids = await queue.enqueue_many(conn, ['{"n": %d}' % i for i in range(25)])
@@ -44,3 +47,25 @@ async def test_eight_consumers_nothing_lost_nothing_twice(name, batch, target_fo
     assert result["lost"] == 0 and result["duplicates"] == 0
     assert result["processed"] == 1500
     assert result["throughput_jobs_s"] > 0
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+@pytest.mark.parametrize("name", WORKER_SYSTEMS)
+async def test_worker_systems_four_workers_nothing_lost_nothing_twice(name, batch, target_for):
+    target = await target_for(name)
+    result = await asyncio.wait_for(
+        drain_worker_once(target, queues.get(name), consumers=4, batch=batch, prefill=1500), 120)
+    assert result["enqueued"] == 1500
+    assert (result["lost"], result["duplicates"], result["processed"]) == (0, 0, 1500)
+    assert result["handle_gap_p95_ms"] is not None and result["throughput_jobs_s"] > 0
+
+
+@pytest.mark.parametrize("name", WORKER_SYSTEMS)
+async def test_worker_systems_start_afresh_each_sample(name, target_for):
+    """A second sample sees only its own jobs: install leaves nothing of the first."""
+    target = await target_for(name)
+    system = queues.get(name)
+    first = await drain_worker_once(target, system, consumers=2, batch=5, prefill=300)
+    second = await drain_worker_once(target, system, consumers=2, batch=5, prefill=200)
+    assert (first["processed"], second["processed"]) == (300, 200)
+    assert second["lost"] == second["duplicates"] == 0

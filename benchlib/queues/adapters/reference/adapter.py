@@ -1,0 +1,104 @@
+"""The reference adapter of the JSON-lines worker contract (../CONTRACT.md).
+
+A stand-alone program (it imports nothing from benchlib): a worker "system" over the
+skip_locked SQL in adapter.sql, with C worker tasks, each on its own connection,
+looping dequeue(B) -> handle (report) -> ack. It exists so the contract is exercised
+end to end in the tests, and as the example to port to Go, Node or Java.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+
+IDLE_PAUSE_S = 0.001
+
+
+def load_sql() -> dict[str, str]:
+    """The `-- name: x` sections of adapter.sql."""
+    parts = re.split(r"^--\s*name:\s*(\w+)\s*$", Path(__file__).with_suffix(".sql").read_text(), flags=re.MULTILINE)
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
+
+
+SQL = load_sql()
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+class Workers:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.tasks: list[asyncio.Task] = []
+        self.stopping = asyncio.Event()
+
+    async def start(self, concurrency: int, batch: int | None) -> None:
+        self.stopping.clear()
+        conns = [await asyncpg.connect(self.dsn) for _ in range(concurrency)]
+        self.tasks = [asyncio.create_task(self.loop(c, batch or 1)) for c in conns]
+
+    async def loop(self, conn: asyncpg.Connection, batch: int) -> None:
+        try:
+            while not self.stopping.is_set():
+                ids = [r[0] for r in await conn.fetch(SQL["dequeue"], batch)]
+                if not ids:
+                    await asyncio.sleep(IDLE_PAUSE_S)
+                    continue
+                t = time.monotonic_ns()  # CLOCK_MONOTONIC, as the contract asks
+                send({"handled": [[i, t] for i in ids]})
+                await conn.execute(SQL["ack"], ids)
+        finally:
+            await conn.close()
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        await asyncio.gather(*self.tasks)
+        self.tasks = []
+
+
+async def handle(request: dict, workers: Workers) -> dict:
+    op = request.get("op")
+    if op in ("install", "uninstall", "enqueue"):
+        conn = await asyncpg.connect(workers.dsn)
+        try:
+            if op == "enqueue":
+                rows = await conn.fetch(SQL["enqueue"], [json.dumps(p) for p in request["payloads"]])
+                return {"ok": True, "ids": [r[0] for r in rows]}
+            await conn.execute(SQL["uninstall"])
+            if op == "install":
+                await conn.execute(SQL["install"])
+            return {"ok": True}
+        finally:
+            await conn.close()
+    if op == "work":
+        await workers.start(int(request["concurrency"]), request.get("batch"))
+        return {"ok": True}
+    if op == "stop":
+        await workers.stop()
+        return {"ok": True}
+    return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+async def main() -> None:
+    workers = Workers(os.environ["BENCH_DSN"])
+    send({"hello": {"system": "reference", "version": f"asyncpg {asyncpg.__version__}", "batch": True}})
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        try:
+            reply = await handle(json.loads(line), workers)
+        except Exception as err:  # one line back to the harness, and keep serving
+            reply = {"ok": False, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
+        send(reply)
+    await workers.stop()  # stdin closed: the harness is gone, so are we
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

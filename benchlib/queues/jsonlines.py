@@ -1,0 +1,157 @@
+"""The harness side of the JSON-lines worker contract (adapters/CONTRACT.md).
+
+A system in another language runs as an adapter program: a child process in a
+process group of its own, fed requests on stdin, answering on stdout. Events
+(handled jobs) and replies share the adapter's stdout, so one reader task sorts
+them: events go to the sample's `handled`, replies to whoever is waiting. The
+adapter is stopped on every way out (stdin closed, then SIGKILL to its group if it
+lingers), and it exits by itself if the harness dies, because its stdin closes.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import signal
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar
+
+from benchlib.errors import BenchError
+from benchlib.queues.base import Handled
+
+LINE_LIMIT = 1 << 24  # a batched `handled` line may be long
+STOP_GRACE_S = 5.0
+
+
+class AdapterError(RuntimeError):
+    """The adapter answered a request with an error, broke the contract, or died."""
+
+
+class Adapter:
+    """One running adapter process and the contract's requests (a WorkerSession)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.hello: dict[str, Any] = {}
+        self.handled: Handled | None = None
+        self.replies: asyncio.Queue[dict] = asyncio.Queue()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self.readers: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        first = await self.proc.stdout.readline()
+        try:
+            self.hello = json.loads(first)["hello"]
+        except (ValueError, KeyError, TypeError):
+            await self._drain_stderr()
+            raise AdapterError(f"the adapter's first line is not a hello: {first[:200]!r} {self._why()}") from None
+        stderr = asyncio.create_task(self._read_stderr())
+        self.readers = [stderr, asyncio.create_task(self._read_stdout(stderr))]
+
+    async def _read_stdout(self, stderr: asyncio.Task) -> None:
+        while line := await self.proc.stdout.readline():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = {"ok": False, "error": f"not a JSON line: {line[:200]!r}"}
+            if "handled" in message:
+                for job_id, t_ns in message["handled"]:
+                    self.handled(int(job_id), int(t_ns))
+            else:
+                self.replies.put_nowait(message)
+        await asyncio.wait({stderr}, timeout=2)  # so the reason below includes its last words
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), 2)
+        except TimeoutError:
+            code = None
+        self.replies.put_nowait({"ok": False, "error": f"the adapter exited (code {code}) {self._why()}".strip()})
+
+    async def _read_stderr(self) -> None:
+        while line := await self.proc.stderr.readline():
+            self.stderr.append(line.decode(errors="replace").rstrip())
+
+    async def _drain_stderr(self) -> None:
+        try:
+            rest = await asyncio.wait_for(self.proc.stderr.read(), 2)
+        except TimeoutError:
+            return
+        self.stderr.extend(rest.decode(errors="replace").splitlines()[-20:])
+
+    def _why(self) -> str:
+        return f"(stderr: {self.stderr[-1]})" if self.stderr else ""
+
+    async def request(self, **message: Any) -> dict:
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            await self.proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the adapter is gone; the stdout reader has queued why
+        reply = await self.replies.get()
+        if not reply.get("ok"):
+            raise AdapterError(f"adapter {message['op']}: {reply.get('error', reply)}")
+        return reply
+
+    # --- WorkerSession ---------------------------------------------------------------
+
+    async def install(self) -> None:
+        await self.request(op="install")
+
+    async def uninstall(self) -> None:
+        await self.request(op="uninstall")
+
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
+        return [int(i) for i in (await self.request(op="enqueue", payloads=[json.loads(p) for p in payloads]))["ids"]]
+
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+        self.handled = handled
+        await self.request(op="work", concurrency=concurrency, batch=batch if self.hello.get("batch") else None)
+        await stop.wait()
+        await self.request(op="stop")
+
+    async def close(self) -> None:
+        """Close stdin (the adapter's signal to exit); SIGKILL its group if it lingers."""
+        if self.proc.stdin and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), STOP_GRACE_S)
+        except TimeoutError:
+            pass
+        finally:
+            if self.proc.returncode is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                await self.proc.wait()
+            for task in self.readers:
+                task.cancel()
+            await asyncio.gather(*self.readers, return_exceptions=True)
+
+
+class JsonLinesSystem:
+    """A worker system reached through an adapter program; subclasses name the command."""
+
+    kind: ClassVar[str] = "worker"
+    backends: ClassVar[tuple[str, ...]] = ("postgres",)
+    package: ClassVar[str | None] = None
+    batch_setting: ClassVar[str | None] = "the adapter's fetch size"
+    extra_connections: ClassVar[int] = 1  # the adapter's own connection for install and enqueue
+    command: ClassVar[list[str]]
+
+    @asynccontextmanager
+    async def session(self, target: Any) -> AsyncIterator[Adapter]:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env={**os.environ, "BENCH_DSN": target.dsn},
+                start_new_session=True, limit=LINE_LIMIT)
+        except OSError as err:
+            raise BenchError(f"cannot start the {self.name} adapter {self.command[0]!r}: {err.strerror}") from None
+        adapter = Adapter(proc)
+        try:
+            await adapter.start()
+            yield adapter
+        finally:
+            await asyncio.shield(adapter.close())

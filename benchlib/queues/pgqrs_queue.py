@@ -1,0 +1,116 @@
+"""`pgqrs`: the queue whose drain study we reproduce, through its Python bindings.
+
+pgqrs (Rust core, PyPI `pgqrs`) is pull-shaped, so the harness drives it exactly as
+it drives our designs and times each call: `producer` + `enqueue_batch` for the
+prefill, `consumer.dequeue(batch_size=n)` and `consumer.archive_many(ids)` in the
+timed loop. Each consumer is a store of its own with a pool of one connection, the
+same one-connection-per-consumer shape as our designs; all pgqrs tables live in a
+schema of their own, so a fresh sample (and cleanup on a user's server) is one
+DROP SCHEMA. The enqueue rate limit is switched off: its defaults refuse batches
+over 50, which would make the prefill, not the queue, the subject.
+
+Only the PostgreSQL store is compiled into the PyPI wheel: on another backend
+`connect` fails with pgqrs's own error, which the study records as the reason.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+import pgqrs
+
+QUEUE = "benchlib_drain"
+SCHEMA = "benchlib_pgqrs"
+
+
+def url(target: Any) -> str:
+    """The connection URL pgqrs takes for a target (its own scheme per backend).
+
+    pgqrs's driver (sqlx) wants a host in the URL's authority even when `host=` in the
+    query names a unix-socket directory, which is how our throwaway servers listen; the
+    placeholder is never contacted.
+    """
+    if target.backend == "postgres":
+        parts = urlsplit(target.dsn)
+        if not parts.hostname and "host=" in parts.query:
+            return urlunsplit(parts._replace(netloc=f"{parts.netloc}localhost"))
+        return target.dsn
+    return f"{target.backend}://{target.path}"  # sqlite:///..., turso:///...: absolute paths
+
+
+class Client:
+    """One worker's pgqrs store (a pool of one connection) and, once asked, its producer or consumer."""
+
+    def __init__(self, target: Any, config: Any, store: Any) -> None:
+        self.target, self.config, self.store = target, config, store
+        self.producer: Any = None
+        self.consumer: Any = None
+
+    async def execute(self, statement: str) -> None:
+        """Schema housekeeping pgqrs has no call for (dropping its schema), over a plain connection."""
+        conn = await self.target.connect()
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    async def close(self) -> None:
+        # The store's pool closes when its last reference goes (pgqrs has no close call).
+        self.producer = self.consumer = self.store = None
+
+
+class Pgqrs:
+    name = "pgqrs"
+    backends = ("postgres", "sqlite", "turso")
+    kind = "pull"
+    package = "pgqrs"
+    summary = "pgqrs's Python API: producer enqueue_batch; consumer.dequeue(batch_size=n); archive_many(ids)"
+
+    async def connect(self, target: Any, role: str = "admin") -> Client:
+        config = pgqrs.Config(url(target), schema=SCHEMA, max_connections=1)
+        config.max_enqueue_per_second = None
+        config.max_enqueue_burst = None
+        client = Client(target, config, await pgqrs.connect_with(config))
+        if role == "consumer":  # registered before the clock starts, not in the first timed dequeue
+            client.consumer = await client.store.consumer(QUEUE)
+        return client
+
+    async def uninstall(self, client: Client) -> None:
+        if client.target.backend == "postgres":
+            await client.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+    async def install(self, client: Client) -> None:
+        await self.uninstall(client)
+        if client.target.backend == "postgres":
+            await client.execute(f"CREATE SCHEMA {SCHEMA}")
+            # the store's connection caches plans of the tables just dropped: reopen it
+            client.store = await pgqrs.connect_with(client.config)
+        await pgqrs.admin(client.store).install()
+        await client.store.queue(QUEUE)
+        client.producer = client.consumer = None  # registered in the schema just dropped
+
+    async def enqueue_many(self, client: Client, payloads: Sequence[str]) -> list[int]:
+        if client.producer is None:
+            client.producer = await client.store.producer(QUEUE)
+        return list(await pgqrs.enqueue_batch(client.producer, [json.loads(p) for p in payloads]))
+
+    async def settle(self, client: Client) -> None:
+        if client.target.backend == "postgres":
+            await client.execute("ANALYZE")
+            try:  # so prefill WAL is not flushed inside the timed window
+                await client.execute("CHECKPOINT")
+            except asyncpg.InsufficientPrivilegeError:
+                pass  # a user's own server may not grant pg_checkpoint
+
+    async def dequeue(self, client: Client, n: int) -> list[tuple[int]]:
+        if client.consumer is None:  # an admin connection used as a consumer (tests, notebooks)
+            client.consumer = await client.store.consumer(QUEUE)
+        return [(m.id,) for m in await client.consumer.dequeue(batch_size=n)]
+
+    async def ack(self, client: Client, ids: Sequence[int]) -> None:
+        archived = await client.consumer.archive_many(list(ids))
+        if not all(archived):
+            raise RuntimeError(f"pgqrs archived {sum(archived)} of {len(ids)} messages it had handed out")

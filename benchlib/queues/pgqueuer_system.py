@@ -1,0 +1,108 @@
+"""`pgqueuer`: a worker system; its QueueManager runs the loop and calls our entrypoint.
+
+Installed with its own `Queries.install()` into a schema of its own (the
+connections' search_path; pgqueuer defers to it when no schema is configured), so
+a fresh sample and cleanup are one DROP SCHEMA. Jobs are enqueued with one list
+`Queries.enqueue`. Concurrency C is C QueueManagers, each on its own connection, as
+pgqueuer scales out; each `run(batch_size=B, mode=drain)` claims up to B jobs per
+dequeue query (the study's batch axis) and stops by itself once the queue is empty.
+Job completions go to the library's status-log buffer, which it flushes before
+`run` returns.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+from pgqueuer import QueueManager
+from pgqueuer.db import AsyncpgDriver
+from pgqueuer.models import Job
+from pgqueuer.queries import Queries
+from pgqueuer.types import QueueExecutionMode
+
+from benchlib.queues.base import Handled, until_stopped
+
+SCHEMA = "benchlib_pgqueuer"
+ENTRYPOINT = "noop"
+
+
+class Session:
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    async def connect(self) -> asyncpg.Connection:
+        return await self.target.connect(server_settings={"search_path": SCHEMA})
+
+    async def _sql(self, statement: str) -> None:
+        conn = await self.target.connect()
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    async def uninstall(self) -> None:
+        await self._sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+    async def install(self) -> None:
+        await self.uninstall()
+        await self._sql(f"CREATE SCHEMA {SCHEMA}")
+        conn = await self.connect()
+        try:
+            await Queries(AsyncpgDriver(conn)).install()
+        finally:
+            await conn.close()
+
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
+        conn = await self.connect()
+        try:
+            ids = await Queries(AsyncpgDriver(conn)).enqueue(
+                [ENTRYPOINT] * len(payloads), [p.encode() for p in payloads], [0] * len(payloads))
+            return [int(i) for i in ids]
+        finally:
+            await conn.close()
+
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+        conns = await asyncio.gather(*(self.connect() for _ in range(concurrency)))
+        managers = []
+        for conn in conns:
+            qm = QueueManager(Queries(AsyncpgDriver(conn)))
+
+            @qm.entrypoint(ENTRYPOINT)
+            async def noop(job: Job) -> None:
+                handled(int(job.id), None)
+
+            managers.append(qm)
+        try:
+            worker = asyncio.ensure_future(asyncio.gather(
+                *(qm.run(batch_size=batch or 10, mode=QueueExecutionMode.drain) for qm in managers)))
+            watcher = asyncio.create_task(_shutdown_on(stop, managers))
+            try:
+                await until_stopped(worker, stop)
+            finally:
+                watcher.cancel()
+        finally:
+            await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+
+
+async def _shutdown_on(stop: asyncio.Event, managers: list[QueueManager]) -> None:
+    """When the harness says stop, ask every manager to shut down (gracefully)."""
+    await stop.wait()
+    for qm in managers:
+        qm.shutdown.set()
+
+
+class Pgqueuer:
+    name = "pgqueuer"
+    backends = ("postgres",)
+    kind = "worker"
+    package = "pgqueuer"
+    batch_setting = "QueueManager.run(batch_size=B)"
+    extra_connections = 0
+    summary = "pgqueuer: Queries.enqueue(list); C QueueManagers (a connection each), run(batch_size=B, mode=drain)"
+
+    @asynccontextmanager
+    async def session(self, target: Any) -> AsyncIterator[Session]:
+        yield Session(target)

@@ -1,0 +1,86 @@
+"""`procrastinate`: a worker system; the library runs its own loop and calls our task.
+
+Installed with its own schema function (`apply_schema_async`) into a schema of its
+own (the connections' search_path), so a fresh sample and cleanup are one DROP
+SCHEMA. Jobs are deferred with `batch_defer_async`; `run_worker_async(concurrency=C,
+wait=False)` handles them with a no-op task that reports `context.job.id`, and
+returns once it has caught up with the queue (a drain's end). procrastinate fetches
+one job per query and has no fetch-size setting, so the study sweeps its
+concurrency only. LISTEN/NOTIFY is off: the backlog exists before the clock starts,
+so there is nothing to be notified of, and polling the next job is what a drain
+measures.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import procrastinate
+from psycopg.conninfo import make_conninfo
+
+from benchlib.queues.base import Handled, until_stopped
+
+SCHEMA = "benchlib_procrastinate"
+
+
+class Session:
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
+        self.handled: Handled | None = None
+
+    def app(self, pool_size: int) -> procrastinate.App:
+        app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+            conninfo=self.conninfo, min_size=1, max_size=pool_size))
+
+        @app.task(name="noop", pass_context=True)
+        async def noop(context: procrastinate.JobContext, **_: Any) -> None:
+            self.handled(context.job.id, None)
+
+        self.task = noop
+        return app
+
+    async def _sql(self, statement: str) -> None:
+        conn = await self.target.connect()
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    async def uninstall(self) -> None:
+        await self._sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+    async def install(self) -> None:
+        await self.uninstall()
+        await self._sql(f"CREATE SCHEMA {SCHEMA}")
+        async with self.app(1).open_async() as app:
+            await app.schema_manager.apply_schema_async()
+
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
+        async with self.app(1).open_async():
+            return list(await self.task.batch_defer_async(*(json.loads(p) for p in payloads)))
+
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+        self.handled = handled
+        # one connection per job in flight, one for fetching, one spare
+        async with self.app(concurrency + 2).open_async() as app:
+            worker = asyncio.create_task(app.run_worker_async(
+                concurrency=concurrency, wait=False, listen_notify=False, install_signal_handlers=False,
+                delete_jobs="never", name="benchlib"))
+            await until_stopped(worker, stop)
+
+class Procrastinate:
+    name = "procrastinate"
+    backends = ("postgres",)
+    kind = "worker"
+    package = "procrastinate"
+    batch_setting = None  # one job per fetch query; no setting to change that
+    extra_connections = 2
+    summary = "procrastinate: batch_defer_async; run_worker_async(concurrency=C, wait=False); one job per fetch"
+
+    @asynccontextmanager
+    async def session(self, target: Any) -> AsyncIterator[Session]:
+        yield Session(target)

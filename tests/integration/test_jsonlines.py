@@ -1,0 +1,133 @@
+"""The JSON-lines worker contract (benchlib/queues/adapters/CONTRACT.md), end to end:
+the reference adapter on a real server, and adapters that break the contract or
+linger, which must end in a one-line error and leave no process behind."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from benchlib import queues
+from benchlib.queues import jsonlines
+from benchlib.queues.jsonlines import AdapterError, JsonLinesSystem
+from benchlib.studies.drain.measure import drain_worker_once
+
+pytestmark = pytest.mark.integration
+
+
+def _system(tmp_path, body: str) -> JsonLinesSystem:
+    script = tmp_path / "adapter.py"
+    script.write_text(textwrap.dedent(body))
+
+    class Scripted(JsonLinesSystem):
+        name = "scripted"
+        summary = "a test adapter"
+        command = [sys.executable, str(script)]
+
+    return Scripted()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def test_reference_adapter_speaks_the_contract(pg_db):
+    system = queues.get("reference_adapter")
+    async with system.session(pg_db) as adapter:
+        assert adapter.hello["system"] == "reference" and adapter.hello["batch"] is True
+        await adapter.install()
+        ids = await adapter.enqueue_many(['{"n": 1}', '{"n": 2}', '{"n": 3}'])
+        assert len(set(ids)) == 3
+        seen, stop = [], asyncio.Event()
+
+        def handled(job_id, t_ns):
+            seen.append((job_id, t_ns))
+            if len(seen) == 3:
+                stop.set()
+
+        await asyncio.wait_for(adapter.work(2, 2, handled, stop), 30)
+        assert sorted(i for i, _ in seen) == sorted(ids)
+        assert all(isinstance(t, int) and t > 0 for _, t in seen)
+        with pytest.raises(AdapterError, match="unknown op 'dance'"):
+            await adapter.request(op="dance")
+        await adapter.uninstall()
+        pid = adapter.proc.pid
+    assert _gone(pid)
+
+
+async def test_an_adapter_that_does_not_say_hello_is_one_clear_error(tmp_path, pg_db):
+    system = _system(tmp_path, """
+        import sys
+        print("Traceback: something went wrong", file=sys.stderr)
+        print("not json")
+    """)
+    with pytest.raises(AdapterError, match="first line is not a hello.*something went wrong"):
+        async with system.session(pg_db):
+            pass
+
+
+async def test_an_adapter_that_dies_mid_work_fails_the_sample_not_the_harness(tmp_path, pg_db):
+    system = _system(tmp_path, """
+        import json, sys
+        print(json.dumps({"hello": {"system": "dies", "version": "0", "batch": True}}), flush=True)
+        for line in sys.stdin:
+            op = json.loads(line)["op"]
+            if op == "enqueue":
+                print(json.dumps({"ok": True, "ids": list(range(len(json.loads(line)["payloads"])))}), flush=True)
+            elif op == "work":
+                print(json.dumps({"ok": True}), flush=True)
+                print(json.dumps({"handled": [[0, 1]]}), flush=True)
+                print("crashing now", file=sys.stderr, flush=True)
+                sys.exit(3)
+            else:
+                print(json.dumps({"ok": True}), flush=True)
+    """)
+    with pytest.raises(AdapterError, match="adapter stop: the adapter exited.*crashing now"):
+        await asyncio.wait_for(drain_worker_once(pg_db, system, consumers=1, batch=1, prefill=5,
+                                                 idle_timeout_s=0.5), 30)
+
+
+async def test_a_lingering_adapter_is_killed_with_its_children(tmp_path, pg_db, monkeypatch):
+    """An adapter that ignores end-of-input (and has a child of its own) is SIGKILLed, group and all."""
+    monkeypatch.setattr(jsonlines, "STOP_GRACE_S", 0.5)
+    system = _system(tmp_path, """
+        import json, signal, subprocess, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        print(json.dumps({"hello": {"system": "stubborn", "version": "0", "batch": False,
+                                    "child": child.pid}}), flush=True)
+        time.sleep(600)
+    """)
+    async with system.session(pg_db) as adapter:
+        pid, child = adapter.proc.pid, adapter.hello["child"]
+        assert psutil.pid_exists(child)
+    assert _gone(pid)
+    await asyncio.sleep(0.2)
+    assert _gone(child)
+
+
+async def test_cancelling_a_sample_mid_work_stops_the_adapter(pg_db):
+    system = queues.get("reference_adapter")
+    pids = []
+
+    async def sample():
+        async with system.session(pg_db) as adapter:
+            pids.append(adapter.proc.pid)
+            await adapter.install()
+            await adapter.enqueue_many(['{"n": 1}'] * 10)
+            await adapter.work(1, 1, lambda *_: None, asyncio.Event())  # never stops by itself
+
+    task = asyncio.create_task(sample())
+    await asyncio.sleep(2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert pids and _gone(pids[0])
+    assert os.getpgid(os.getpid()) != pids[0]  # it had a process group of its own

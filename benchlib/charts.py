@@ -19,16 +19,16 @@ WIDTH, HEIGHT = 260, 200
 
 
 def mean_with_error_bars(x: str, y: str, color: str, *, x_title: str, y_title: str,
-                         color_title: str, log_y: bool = False) -> alt.LayerChart:
+                         color_title: str, log_y: bool = False, categories: bool = False) -> alt.LayerChart:
     """A line through the mean of the samples with +/- one sd error bars.
 
-    The data comes from an enclosing facet, so each panel shows its own.
+    The data comes from an enclosing facet, so each panel shows its own. `categories`:
+    the colour names things (systems), not an ordered quantity (batch sizes).
     """
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=True)
-    base = alt.Chart().encode(
-        x=alt.X(f"{x}:O", title=x_title, axis=alt.Axis(labelAngle=0)),
-        color=alt.Color(f"{color}:O", title=color_title, scale=alt.Scale(scheme="viridis")),
-    )
+    colour = (alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(scheme="tableau10")) if categories else
+              alt.Color(f"{color}:O", title=color_title, scale=alt.Scale(scheme="viridis")))
+    base = alt.Chart().encode(x=alt.X(f"{x}:O", title=x_title, axis=alt.Axis(labelAngle=0)), color=colour)
     line = base.mark_line(point=True).encode(
         y=alt.Y(f"mean({y}):Q", title=y_title, scale=y_scale),
         tooltip=[x, color, alt.Tooltip(f"mean({y}):Q", format=",.1f"), alt.Tooltip(f"stdev({y}):Q", format=",.1f"),

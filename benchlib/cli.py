@@ -77,8 +77,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("drain", help="run the drain study once, print its table, keep the results apart")
-    d.add_argument("--backend", default="postgres", help="postgres | sqlite (default postgres)")
-    d.add_argument("--queue", default=None, help="queue design (default: the backend's first)")
+    d.add_argument("--backend", default="postgres", help="postgres | sqlite | turso (default postgres)")
+    d.add_argument("--queue", default=None, help="system under test: a name from benchlib.queues.QUEUES "
+                   "(default: the backend's first)")
     d.add_argument("--consumers", default="1,2,4", help="comma list, e.g. 1,2,4")
     d.add_argument("--batch", default="1,10,50", help="dequeue batch sizes, e.g. 1,10,50")
     d.add_argument("--prefill", default=50_000, help="jobs in the backlog (default 50000)")

@@ -122,18 +122,36 @@ async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
     assert b"postgres@" in written  # the redacted DSN is there
 
 
-async def test_on_a_users_server_the_study_leaves_no_table_behind(pg_db, tmp_path):
-    run = await drain.run(drain.Params(consumers=[1], batch_sizes=[10], prefill=50, samples=1, warmup=0),
-                          dsn=pg_db.dsn, progress=False)
+@pytest.mark.parametrize("queue", queues.designs_on("postgres"))
+async def test_on_a_users_server_the_study_leaves_nothing_behind(queue, pg_db, tmp_path):
+    run = await drain.run(drain.Params(queue=queue, consumers=[2], batch_sizes=[10], prefill=50, samples=1,
+                                       warmup=0), dsn=pg_db.dsn, progress=False)
     assert run.samples["lost"].to_list() == [0]
     assert run.manifest["machine"]["fsync_per_s"] is None  # another machine's disk, perhaps: not claimed
     conn = await pg_db.connect()
     try:
-        assert await conn.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0
+        left = await conn.fetch("SELECT schemaname, tablename FROM pg_tables "
+                                "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')")
+        schemas = await conn.fetch("SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+                                   "AND nspname NOT IN ('public', 'information_schema')")
+        assert (left, schemas) == ([], [])
     finally:
         await conn.close()
+
+
+async def test_a_system_that_cannot_run_on_a_backend_leaves_its_reason(tmp_path):
+    """pgqrs's PyPI wheel carries only its PostgreSQL store: on SQLite every sample is a
+    row with pgqrs's own reason, and the run itself completes and publishes."""
+    run = await drain.run(drain.Params(backend="sqlite", queue="pgqrs", consumers=[1, 2], batch_sizes=[10],
+                                       prefill=20, samples=1, warmup=0), data_dir=tmp_path, progress=False)
+    assert run.samples.height == 2 and run.samples["error"].null_count() == 0
+    assert all("not enabled" in e for e in run.samples["error"])
+    assert run.manifest["systems"]["pgqrs"]["version"].startswith("pgqrs ")
+    assert run.published is not None
 
 
 def test_queue_registry_is_the_only_lookup():
     assert queues.default_for("postgres") == "skip_locked"
     assert queues.default_for("sqlite") == "sqlite"
+    assert {"pgmq", "pgqrs"} <= set(queues.designs_on("postgres"))
+    assert "pgmq" not in queues.designs_on("postgres", ours_only=True)

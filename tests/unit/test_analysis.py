@@ -51,6 +51,35 @@ def test_drain_totals_count_every_row():
     assert drain.totals({"samples": rows}) == {"lost": 18, "duplicates": 0, "failed": 0}
 
 
+def test_drain_systems_side_by_side_per_backend():
+    with_pgmq = frame(_drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25)
+                      + _drain_rows(("postgres", "pgmq"), 1000, 2.0, 10), SAMPLES)
+    tables = drain.side_by_side(drain.summarize(with_pgmq))
+    assert list(tables) == ["postgres"]
+    rows = {r["system"]: r for r in tables["postgres"].rows}
+    assert rows["pgmq"]["1×1"] == "1,000" and rows["pgmq"]["4×50"] == "20,000"
+    assert rows["skip_locked"]["4×1"] == "3,000"
+
+
+PUBLISHED = {"throughput": {"postgres": {"c1_b1": 100.0, "c4_b1": 400.0, "c1_b50": 5000.0, "c4_b50": 10000.0},
+                            "s3": {"c1_b1": 6.0, "c4_b1": 6.0, "c1_b50": 300.0, "c4_b50": 240.0}}}
+
+
+def test_drain_versus_published_compares_ratios_and_says_what_is_missing():
+    ours = frame(_drain_rows(("postgres", "pgqrs"), 1000, 1.0, 25)
+                 + _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25), SAMPLES)
+    table, notes = drain.versus_published(drain.summarize(ours), PUBLISHED, {"postgres": "skip_locked"})
+    rows = {(r["backend"], r["ratio"]): r for r in table.rows}
+    batch = rows[("postgres", "batch 50 / 1, 1 consumer")]
+    assert batch["pgqrs published"] == "50×" and batch["pgqrs here"] == "25× agree (0.50× theirs)"
+    consumers = rows[("postgres", "4 / 1 consumers, batch 1")]
+    assert consumers["pgqrs published"] == "4.00×"  # theirs scale; pgqrs here does not
+    assert consumers["pgqrs here"].startswith("1.00× differ")
+    assert consumers["our design here"].startswith("1.50× agree")
+    assert rows[("s3", "batch 50 / 1, 1 consumer")]["pgqrs here"] == "–"
+    assert notes == ["pgqrs on s3: no measured sample here (see the failed samples for the reason)."]
+
+
 def _phase(design, holder, phase, dead, stall=None, rotations=None, duration=20.0, p95=0.4):
     return {"design": design, "holder": holder, "phase": phase, "duration_s": duration, "peak_n_dead_tup": dead,
             "data_bytes_growth": 2**20, "rotation_stall_s": stall, "rotations": rotations, "bystander_p95_ms": p95,

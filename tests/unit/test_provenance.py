@@ -14,7 +14,9 @@ def test_cpu_used_by_our_own_children_is_ours_and_by_a_stranger_is_not():
     share = CpuShare()
     subprocess.run([sys.executable, "-c", BURN], check=True)  # our child: part of the run
     ours = share.stop()
-    assert ours["cpu_s_run"] >= 1.0 and ours["cpu_s_others"] < 1.0
+    # others = machine busy time - ours, so counting the child as ours is what keeps it out
+    # of "others"; no bound on "others" itself, which is whatever else the machine did
+    assert ours["cpu_s_run"] >= 1.0
 
     share = CpuShare()
     # a process that is not our descendant (started by a shell that exits at once)

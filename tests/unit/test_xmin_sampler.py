@@ -1,7 +1,6 @@
 """The xmin-horizon sampler's arithmetic, on fixture data (no database)."""
 from __future__ import annotations
 
-import polars as pl
 import pytest
 
 from benchlib.errors import BenchError

@@ -32,12 +32,15 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("dequeue_p99_ms").mean().alias("dequeue_p99_ms"),
         pl.col("ack_p95_ms").mean().alias("ack_p95_ms"),
         pl.col("ack_p99_ms").mean().alias("ack_p99_ms"),
+        pl.col("handle_gap_p95_ms").mean().alias("handle_gap_p95_ms"),
         pl.col("empty_polls").sum().alias("empty_polls"),
     )
     accounting = df.filter(~pl.col("warmup")).group_by(KEYS).agg(
-        pl.col("lost").sum(), pl.col("duplicates").sum(), pl.col("error").is_not_null().sum().alias("failed"))
+        pl.col("prefill").max(), pl.col("lost").sum(), pl.col("duplicates").sum(),
+        pl.col("error").is_not_null().sum().alias("failed"))
     return (accounting.join(stats, on=KEYS, how="left")
-            .select(KEYS + [c for c in stats.columns if c not in KEYS] + ["lost", "duplicates", "failed"])
+            .select(KEYS + ["prefill"] + [c for c in stats.columns if c not in KEYS]
+                    + ["lost", "duplicates", "failed"])
             .with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
             .sort(KEYS))
 
@@ -57,6 +60,7 @@ def table(summary: pl.DataFrame) -> Table:
             "drain s": fmt(r["drain_s_mean"], 2),
             "dequeue p95 ms": fmt(r["dequeue_p95_ms"], 2),
             "ack p95 ms": fmt(r["ack_p95_ms"], 2),
+            "gap p95 ms": fmt(r["handle_gap_p95_ms"], 2),
             "empty polls": fmt(r["empty_polls"] or 0),
             "lost": str(r["lost"]),
             "dup": str(r["duplicates"]),
@@ -159,3 +163,76 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
         return {"lost": 0, "duplicates": 0, "failed": 0}
     return {"lost": int(df["lost"].fill_null(0).sum()), "duplicates": int(df["duplicates"].fill_null(0).sum()),
             "failed": int(df["error"].is_not_null().sum())}
+
+
+def side_by_side(summary: pl.DataFrame) -> dict[str, Table]:
+    """Per backend, one row per system and one column per cell: mean jobs/s (and p95 ms).
+
+    The table a reader choosing between systems wants: every system on the same axes,
+    the peak marked. A system with no measured sample shows why in the failed list.
+    """
+    out = {}
+    cells = summary.select("consumers", "batch_size").unique().sort("consumers", "batch_size").rows()
+    for backend in summary["backend"].unique(maintain_order=True):
+        part = summary.filter(pl.col("backend") == backend)
+        rows = []
+        for queue in part["queue"].unique(maintain_order=True):
+            mine = part.filter(pl.col("queue") == queue)
+            row = {"system": queue, "prefill": fmt(mine["prefill"].max())}
+            for c, b in cells:
+                hit = mine.filter((pl.col("consumers") == c) & (pl.col("batch_size") == b))
+                row[f"{c}×{b}"] = fmt(hit["throughput_mean"][0]) if hit.height else "–"
+            row["lost"] = str(int(mine["lost"].sum()))
+            row["dup"] = str(int(mine["duplicates"].sum()))
+            rows.append(row)
+        out[backend] = Table(rows)
+    return out
+
+
+# The grid corners both studies share: (consumers, batch) -> ratio name.
+RATIOS = {
+    "batch 50 / 1, 1 consumer": (("c1_b50", (1, 50)), ("c1_b1", (1, 1))),
+    "batch 50 / 1, 4 consumers": (("c4_b50", (4, 50)), ("c4_b1", (4, 1))),
+    "4 / 1 consumers, batch 1": (("c4_b1", (4, 1)), ("c1_b1", (1, 1))),
+    "4 / 1 consumers, batch 50": (("c4_b50", (4, 50)), ("c1_b50", (1, 50))),
+}
+
+
+def _ours(summary: pl.DataFrame, backend: str, queue: str, cell: tuple[int, int]) -> float | None:
+    hit = summary.filter((pl.col("backend") == backend) & (pl.col("queue") == queue)
+                         & (pl.col("consumers") == cell[0]) & (pl.col("batch_size") == cell[1]))
+    return hit["throughput_mean"][0] if hit.height else None
+
+
+def _agreement(theirs: float, ours: float | None) -> str:
+    if ours is None:
+        return "not measured here"
+    same = (theirs >= SCALES) == (ours >= SCALES)
+    return ("agree" if same else "differ") + f" ({ours / theirs:.2f}× theirs)"
+
+
+def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference: dict[str, str]
+                     ) -> tuple[Table, list[str]]:
+    """pgqrs's published ratios beside ours (pgqrs here, and our reference design per backend).
+
+    Ratios, not jobs/s: the two runs differ in machine, client language and server
+    setup, so absolute rates do not carry over; what a lever does (how much a bigger
+    batch or more consumers multiply throughput) can. Two ratios "agree" when both say
+    the lever helps (>= SCALES) or both say it does not.
+    """
+    rows, notes = [], []
+    for backend, corners in published["throughput"].items():
+        for name, ((num_key, num_cell), (den_key, den_cell)) in RATIOS.items():
+            theirs = corners[num_key] / corners[den_key]
+            row = {"backend": backend, "ratio": name, "pgqrs published": ratio(theirs),
+                   "our design": reference.get(backend) or "–"}
+            for label, queue in (("pgqrs here", "pgqrs"), ("our design here", reference.get(backend))):
+                num = _ours(summary, backend, queue, num_cell) if queue else None
+                den = _ours(summary, backend, queue, den_cell) if queue else None
+                value = num / den if num and den else None
+                row[label] = f"{ratio(value)} {_agreement(theirs, value)}" if value else "–"
+            rows.append(row)
+    for backend in published["throughput"]:
+        if _ours(summary, backend, "pgqrs", (1, 1)) is None:
+            notes.append(f"pgqrs on {backend}: no measured sample here (see the failed samples for the reason).")
+    return Table(rows), notes

@@ -17,6 +17,15 @@ def _rows(df: pl.DataFrame) -> pl.DataFrame:
     return measured(df).with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
 
 
+def systems_side_by_side(df: pl.DataFrame) -> alt.FacetChart:
+    return mean_with_error_bars(
+        "consumers", "throughput_jobs_s", "queue", x_title="consumers", y_title="throughput (jobs/s, log)",
+        color_title="system", log_y=True, categories=True,
+    ).facet(row=alt.Row("backend:N", title=None), column=alt.Column("batch_size:O", title="dequeue batch size"),
+            data=_rows(df)).properties(
+        title="Systems side by side: throughput vs consumers, per backend and batch size (mean ± sd)")
+
+
 def throughput_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
     return mean_with_error_bars(
         "consumers", "throughput_jobs_s", "batch_size", x_title="consumers",
@@ -46,6 +55,7 @@ def latency_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
 
 
 CHARTS = {
+    "systems_side_by_side": systems_side_by_side,
     "throughput_vs_consumers": throughput_vs_consumers,
     "throughput_vs_batch": throughput_vs_batch,
     "latency_p95_vs_consumers": latency_vs_consumers,

@@ -8,6 +8,15 @@ Per cell (consumers x batch size) and sample (METHOD.md, "drain"):
    timing each call with the monotonic ns clock;
 4. the clock stops at the last ack; lost and duplicates are counted by job id.
 
+Worker systems (queues.base.WorkerSystem) run their own loop: after the same
+untimed install and prefill through the library's API, the clock starts when the
+harness asks the library to work with C workers (fetch size B where the library
+has one) and stops when every worker has stopped after the last job; each job's
+id and the time its handler ran come back to the harness, so lost and duplicates
+are counted by id exactly as above. Their per-operation latencies are the
+library's business; what the harness sees is the gap between consecutive handled
+jobs, whose tail shows stalls (a polling interval, a lock, a flush).
+
 A consumer that sees no job while jobs are still unclaimed counts an empty poll and
 retries after a short pause. If nobody makes progress for `idle_timeout_s`, the
 sample ends and the missing jobs show up as `lost` (never a hang).
@@ -71,8 +80,9 @@ class Params:
 
 
 SAMPLES: Schema = {
-    "backend": (pl.String, "provision backend (postgres, sqlite)"),
-    "queue": (pl.String, "queue design from the registry"),
+    "backend": (pl.String, "provision backend (postgres, sqlite, turso)"),
+    "queue": (pl.String, "system under test, from the registry (queues.QUEUES)"),
+    "kind": (pl.String, "pull (the harness dequeues and acks) | worker (the library runs its loop)"),
     "consumers": (pl.Int64, "concurrent consumers, each with its own connection"),
     "batch_size": (pl.Int64, "jobs asked for per dequeue"),
     "prefill": (pl.Int64, "jobs in the backlog when the clock starts"),
@@ -88,6 +98,10 @@ SAMPLES: Schema = {
     "ack_p95_ms": (pl.Float64, ""),
     "ack_p99_ms": (pl.Float64, ""),
     "ack_max_ms": (pl.Float64, ""),
+    "handle_gap_p50_ms": (pl.Float64, "worker systems: time between consecutive handled jobs, all workers together"),
+    "handle_gap_p95_ms": (pl.Float64, ""),
+    "handle_gap_p99_ms": (pl.Float64, ""),
+    "handle_gap_max_ms": (pl.Float64, ""),
     "dequeue_ops": (pl.Int64, "dequeue calls, empty ones included"),
     "ack_ops": (pl.Int64, "ack calls"),
     "empty_polls": (pl.Int64, "dequeues that returned no job while jobs were still unclaimed"),
@@ -165,7 +179,7 @@ def _payloads(n: int) -> list[str]:
 
 
 async def _prefill(target: Any, queue: queues.PullQueue, n: int) -> list[int]:
-    conn = await target.connect()
+    conn = await queue.connect(target)
     try:
         await queue.install(conn)
         ids: list[int] = []
@@ -182,7 +196,7 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
                      idle_timeout_s: float = 10.0) -> dict[str, Any]:
     """One sample: fresh tables, prefill, timed drain, accounting. Returns the metrics."""
     enqueued = await _prefill(target, queue, prefill)
-    conns = await asyncio.gather(*(target.connect() for _ in range(consumers)))
+    conns = await asyncio.gather(*(queue.connect(target, "consumer") for _ in range(consumers)))
     shared = _Shared(total=len(set(enqueued)))
     barrier = asyncio.Barrier(consumers + 1)
     try:
@@ -217,6 +231,58 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
     }
 
 
+async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers: int, batch: int, prefill: int,
+                            idle_timeout_s: float = 10.0) -> dict[str, Any]:
+    """One sample of a worker system: fresh install, prefill, timed work, accounting."""
+    async with system.session(target) as session:
+        await session.install()
+        enqueued: list[int] = []
+        payloads = _payloads(prefill)
+        for i in range(0, prefill, PREFILL_CHUNK):
+            enqueued += await session.enqueue_many(payloads[i:i + PREFILL_CHUNK])
+        shared = _Shared(total=len(set(enqueued)))
+        ids, times = array("q"), array("q")
+        stop = asyncio.Event()
+
+        def handled(job_id: int, t_ns: int | None = None) -> None:
+            now = now_ns()
+            ids.append(job_id)
+            times.append(t_ns or now)
+            shared.delivered.add(job_id)
+            shared.last_progress_ns = now
+            if shared.done:
+                stop.set()
+
+        start = shared.last_progress_ns = now_ns()
+        work = asyncio.create_task(session.work(consumers, batch if system.batch_setting else None, handled, stop))
+        try:
+            while not work.done():  # the watchdog: no progress for idle_timeout_s ends the sample
+                await asyncio.wait({work}, timeout=min(idle_timeout_s, 0.1))
+                if now_ns() - shared.last_progress_ns > idle_timeout_s * 1e9:
+                    stop.set()
+            await work
+        finally:
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+        end = now_ns()
+    distinct = set(ids)
+    gaps = Latencies()
+    ordered = sorted(times)
+    for a, b in zip(ordered, ordered[1:]):
+        gaps.add(b - a)
+    elapsed = (end - start) / 1e9 if ids else None
+    return {
+        "elapsed_s": elapsed,
+        "throughput_jobs_s": len(distinct) / elapsed if elapsed else None,
+        **gaps.summary_ms("handle_gap"),
+        "enqueued": len(set(enqueued)),
+        "processed": len(ids),
+        "lost": len(set(enqueued) - distinct),
+        "duplicates": len(ids) - len(distinct),
+    }
+
+
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
 def stem(p: Params) -> str:
@@ -232,29 +298,39 @@ def settings(p: Params) -> dict[str, str]:
 
 
 def connections(p: Params) -> int:
-    return max(p.consumers) + 1  # the consumers, plus the harness's own (prefill, describe, cleanup)
+    # the consumers, plus the harness's own (prefill, describe, cleanup), plus what a
+    # worker library keeps beside its workers (a fetcher, a spare)
+    return max(p.consumers) + 1 + getattr(queues.QUEUES[p.queue], "extra_connections", 0)
 
 
-def systems(p: Params) -> dict[str, str]:
-    return {p.queue: queues.QUEUES[p.queue].summary}
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {p.queue: queues.describe(p.queue)}
+
+
+def batch_sizes(p: Params) -> tuple[int, ...]:
+    """The batch axis: the profile's, or 1 alone for a library that fetches one job at a
+    time and has no setting to change it (its concurrency is swept, nothing else)."""
+    cls = queues.QUEUES[p.queue]
+    return p.batch_sizes if cls.kind == "pull" or cls.batch_setting else (1,)
 
 
 def cells(p: Params) -> list[Cell]:
     code = (__file__, *queues.code_files(p.queue))
     return [Cell({"consumers": c, "batch_size": b}, code, steps=p.warmup + p.samples)
-            for c in p.consumers for b in p.batch_sizes]
+            for c in p.consumers for b in batch_sizes(p)]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:
     """Every sample of one cell; a failed sample is kept as a row with its reason."""
     queue = queues.get(p.queue, p.backend)
+    once = drain_once if queue.kind == "pull" else drain_worker_once
     rows = []
     for sample in range(p.warmup + p.samples):
-        row = {"backend": p.backend, "queue": p.queue, "prefill": p.prefill, "sample": sample,
+        row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": p.prefill, "sample": sample,
                "warmup": sample < p.warmup, "server_kind": target.kind, "started_at": utc_now()}
         try:
-            row |= await drain_once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], p.prefill,
-                                    p.idle_timeout_s)
+            row |= await once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], p.prefill,
+                              p.idle_timeout_s)
         except Exception as err:  # kept as a row with its reason, never dropped
             row["error"] = failure_reason(err)
         rows.append(row)
@@ -263,14 +339,26 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
-    return {"samples": [{"backend": p.backend, "queue": p.queue, "prefill": p.prefill, "sample": 0, "warmup": False,
-                         "error": reason}]}
+    return {"samples": [{"backend": p.backend, "queue": p.queue, "kind": queues.QUEUES[p.queue].kind,
+                         "prefill": p.prefill, "sample": 0, "warmup": False, "error": reason}]}
 
 
 async def finish(p: Params, target: Any, state: dict) -> None:
-    """Drop the queue's tables: on a server that is not ours, nothing of the study stays behind."""
-    conn = await target.connect()
+    """Drop the queue's tables: on a server that is not ours, nothing of the study stays behind.
+
+    Only a user's server (a DSN) outlives the run; our throwaway servers and files go
+    with everything in them, so there is nothing to clean (and a system that could
+    not even connect to them has nothing to drop).
+    """
+    if target.kind != "dsn":
+        return
+    queue = queues.get(p.queue, p.backend)
+    if queue.kind == "worker":
+        async with queue.session(target) as session:
+            await session.uninstall()
+        return
+    conn = await queue.connect(target)
     try:
-        await queues.get(p.queue, p.backend).uninstall(conn)
+        await queue.uninstall(conn)
     finally:
         await conn.close()

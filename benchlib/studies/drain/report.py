@@ -7,8 +7,12 @@ from typing import Any
 
 import altair as alt
 import polars as pl
+import yaml
 
+from benchlib import queues
 from benchlib.studies.drain import analysis, charts
+
+PUBLISHED = Path(__file__).with_name("published.yaml")
 
 TITLE = "Drain: a fixed backlog, consumers × batch size"
 
@@ -18,8 +22,20 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     df = tables["samples"]
     summary = analysis.summarize(df)
     fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
+    published = yaml.safe_load(PUBLISHED.read_text())["pgqrs"]
+    reference = {b: ours[0] for b in published["throughput"] if (ours := queues.designs_on(b, ours_only=True))}
+    versus, versus_notes = analysis.versus_published(summary, published, reference)
+    systems = {}
+    for m in manifests:
+        for name, about in (m.get("systems") or {}).items():  # older manifests kept the summary only
+            systems[name] = about if isinstance(about, dict) else {"summary": about, "version": "not recorded"}
     return {
         "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
+        "systems": systems,
+        "side_by_side": {b: t.markdown() for b, t in analysis.side_by_side(summary).items()},
+        "versus": versus.markdown(),
+        "versus_notes": versus_notes,
+        "published": published,
         "table": analysis.table(summary).markdown(),
         "findings": analysis.findings(summary, fsync),
         "headline": analysis.headline(summary),

@@ -105,7 +105,7 @@ def findings(phases: pl.DataFrame) -> list[str]:
 def rotation_by_holder(phases: pl.DataFrame) -> dict[str, list[str]]:
     """{verdict: [holders]} for the log design, every verdict present."""
     out: dict[str, list[str]] = {"stalled": [], "rotating": [], "too short to tell": []}
-    for (design, holder), by in cells(phases).items():
+    for (_design, holder), by in cells(phases).items():
         verdict = rotation_verdict(by["baseline"], by["held"])
         if verdict is not None:
             out[verdict].append(holder)

@@ -89,7 +89,7 @@ class Params:
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
     def __post_init__(self) -> None:
-        designs = check.names("designs", self.designs, [n for n, q in queues.QUEUES.items() if q.backend == "postgres"])
+        designs = check.names("designs", self.designs, queues.designs_on("postgres", ours_only=True))
         fixed = {
             "designs": designs,
             "holders": check.names("holders", self.holders, HOLDERS),
@@ -588,8 +588,8 @@ def connections(p: Params) -> int:
     return p.producers + p.consumers + p.bystanders + 5
 
 
-def systems(p: Params) -> dict[str, str]:
-    return {d: queues.QUEUES[d].summary for d in p.designs}
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {d: queues.describe(d) for d in p.designs}
 
 
 def cells(p: Params) -> list[Cell]:

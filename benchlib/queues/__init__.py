@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from benchlib.errors import BenchError
 from benchlib.queues.base import Job, PullQueue, WorkerSystem, system_version
+from benchlib.queues.claim_then_delete import ClaimThenDelete
 from benchlib.queues.pgmq_queue import Pgmq
 from benchlib.queues.pgqrs_queue import Pgqrs
 from benchlib.queues.pgqueuer_system import Pgqueuer
@@ -24,7 +25,7 @@ from benchlib.results import module_file
 System = PullQueue | WorkerSystem
 
 QUEUES: dict[str, type[System]] = {q.name: q for q in (
-    SkipLocked, SqliteQueue, SkipLockedDelete, Rotation,  # ours: the reference designs
+    SkipLocked, SqliteQueue, SkipLockedDelete, ClaimThenDelete, Rotation,  # ours: the reference designs
     Pgmq, Pgqrs,  # real pull systems
     Procrastinate, Pgqueuer,  # real worker systems
     ReferenceAdapter,  # the JSON-lines contract's reference adapter

@@ -117,6 +117,17 @@ def system_version(cls: type) -> str:
     return f"{found} ({extra()})" if extra else found
 
 
+async def run_sql(target: Any, *statements: str) -> None:
+    """Housekeeping a library has no call for (creating or dropping its schema, ANALYZE),
+    over a plain connection of the target, closed afterwards."""
+    conn = await target.connect()
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
 STOP_GRACE_S = 10.0
 
 

@@ -25,6 +25,8 @@ class Pgmq(SqlQueue, sql_file=__file__):
     name = "pgmq"
     package = "pgmq"
     summary = "pgmq's SQL API (schema from the PyPI package's pgmq.sql): send_batch; read(vt=30 s, qty=n); archive(ids)"
+    # pgmq's bookkeeping, reported apart from the queue and archive tables (xmin study)
+    control_tables = ("meta", "notify_insert_throttle", "topic_bindings")
 
     @staticmethod
     def version_detail() -> str:

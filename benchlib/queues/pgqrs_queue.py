@@ -15,12 +15,14 @@ Only the PostgreSQL store is compiled into the PyPI wheel: on another backend
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit, urlunsplit
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pgqrs
+
+from benchlib.queues.base import run_sql
 
 QUEUE = "benchlib_drain"
 SCHEMA = "benchlib_pgqrs"
@@ -49,14 +51,6 @@ class Client:
         self.producer: Any = None
         self.consumer: Any = None
 
-    async def execute(self, statement: str) -> None:
-        """Schema housekeeping pgqrs has no call for (dropping its schema), over a plain connection."""
-        conn = await self.target.connect()
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
     async def close(self) -> None:
         # The store's pool closes when its last reference goes (pgqrs has no close call).
         self.producer = self.consumer = self.store = None
@@ -68,6 +62,9 @@ class Pgqrs:
     kind = "pull"
     package = "pgqrs"
     summary = "pgqrs's Python API: producer enqueue_batch; consumer.dequeue(batch_size=n); archive_many(ids)"
+    # everything but pgqrs_messages is bookkeeping, reported apart (xmin study)
+    control_tables = ("pgqrs_queues", "pgqrs_workers", "pgqrs_workflows", "pgqrs_workflow_runs",
+                      "pgqrs_workflow_steps", "_sqlx_migrations")
 
     async def connect(self, target: Any, role: str = "admin") -> Client:
         config = pgqrs.Config(url(target), schema=SCHEMA, max_connections=1)
@@ -80,12 +77,12 @@ class Pgqrs:
 
     async def uninstall(self, client: Client) -> None:
         if client.target.backend == "postgres":
-            await client.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+            await run_sql(client.target, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
     async def install(self, client: Client) -> None:
         await self.uninstall(client)
         if client.target.backend == "postgres":
-            await client.execute(f"CREATE SCHEMA {SCHEMA}")
+            await run_sql(client.target, f"CREATE SCHEMA {SCHEMA}")
             # the store's connection caches plans of the tables just dropped: reopen it
             client.store = await pgqrs.connect_with(client.config)
         await pgqrs.admin(client.store).install()
@@ -99,9 +96,9 @@ class Pgqrs:
 
     async def settle(self, client: Client) -> None:
         if client.target.backend == "postgres":
-            await client.execute("ANALYZE")
+            await run_sql(client.target, "ANALYZE")
             try:  # so prefill WAL is not flushed inside the timed window
-                await client.execute("CHECKPOINT")
+                await run_sql(client.target, "CHECKPOINT")
             except asyncpg.InsufficientPrivilegeError:
                 pass  # a user's own server may not grant pg_checkpoint
 

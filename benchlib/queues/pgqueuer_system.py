@@ -23,7 +23,7 @@ from pgqueuer.models import Job
 from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
 
-from benchlib.queues.base import Handled, until_stopped
+from benchlib.queues.base import Handled, run_sql, until_stopped
 
 SCHEMA = "benchlib_pgqueuer"
 ENTRYPOINT = "noop"
@@ -36,19 +36,12 @@ class Session:
     async def connect(self) -> asyncpg.Connection:
         return await self.target.connect(server_settings={"search_path": SCHEMA})
 
-    async def _sql(self, statement: str) -> None:
-        conn = await self.target.connect()
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
     async def uninstall(self) -> None:
-        await self._sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        await run_sql(self.target, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
     async def install(self) -> None:
         await self.uninstall()
-        await self._sql(f"CREATE SCHEMA {SCHEMA}")
+        await run_sql(self.target, f"CREATE SCHEMA {SCHEMA}")
         conn = await self.connect()
         try:
             await Queries(AsyncpgDriver(conn)).install()

@@ -21,7 +21,7 @@ from typing import Any
 import procrastinate
 from psycopg.conninfo import make_conninfo
 
-from benchlib.queues.base import Handled, until_stopped
+from benchlib.queues.base import Handled, run_sql, until_stopped
 
 SCHEMA = "benchlib_procrastinate"
 
@@ -43,19 +43,12 @@ class Session:
         self.task = noop
         return app
 
-    async def _sql(self, statement: str) -> None:
-        conn = await self.target.connect()
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
     async def uninstall(self) -> None:
-        await self._sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        await run_sql(self.target, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
     async def install(self) -> None:
         await self.uninstall()
-        await self._sql(f"CREATE SCHEMA {SCHEMA}")
+        await run_sql(self.target, f"CREATE SCHEMA {SCHEMA}")
         async with self.app(1).open_async() as app:
             await app.schema_manager.apply_schema_async()
 

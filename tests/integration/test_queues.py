@@ -4,6 +4,7 @@ each with its own connection)."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -69,3 +70,36 @@ async def test_worker_systems_start_afresh_each_sample(name, target_for):
     second = await drain_worker_once(target, system, consumers=2, batch=5, prefill=200)
     assert (first["processed"], second["processed"]) == (300, 200)
     assert second["lost"] == second["duplicates"] == 0
+
+
+# Row versions each job leaves in a system's tables: (inserts, updates, deletes). The
+# xmin-horizon section of the report and METHOD.md explain the designs' bloat by these.
+LIFECYCLES = {
+    "claim_then_delete": {"claim_then_delete_jobs": (1, 1, 1)},  # the pgque comparison's lifecycle
+    "pgmq": {"q_benchlib_drain": (1, 1, 1), "a_benchlib_drain": (1, 0, 0)},  # read updates; archive moves
+    "pgqrs": {"pgqrs_messages": (1, 2, 0)},  # dequeue and archive update in place; the row stays
+}
+ROW_STATS = "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables WHERE relname = ANY($1::text[])"
+
+
+@pytest.mark.parametrize("name", LIFECYCLES)
+async def test_row_versions_per_job(name, target_for):
+    target, queue, jobs = await target_for(name), queues.get(name), 120
+    session = await queue.connect(target)
+    try:
+        await queue.install(session)
+        await queue.enqueue_many(session, ['{"n": %d}' % i for i in range(jobs)])
+        while batch := await queue.dequeue(session, 7):
+            await queue.ack(session, [j[0] for j in batch])
+    finally:
+        await session.close()
+    want = {table: tuple(jobs * k for k in per_job) for table, per_job in LIFECYCLES[name].items()}
+    conn = await target.connect()
+    try:  # other sessions' counters reach the statistics within a second or so of their last transaction
+        deadline = time.monotonic() + 20
+        while (got := {r[0]: tuple(r[1:]) for r in await conn.fetch(ROW_STATS, list(want))}) != want \
+                and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+    finally:
+        await conn.close()
+    assert got == want

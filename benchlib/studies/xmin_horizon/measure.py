@@ -9,7 +9,8 @@ designs that TRUNCATE whole tables should avoid this. This study measures by how
 much, per design and holder (METHOD.md, "xmin_horizon").
 
 One cell = (design, holder), in a fresh database:
-1. install the design; the workload starts: P producers at a fixed total rate
+1. install the design (our SQL, or a real pull system through its own client:
+   pgmq, pgqrs); the workload starts: P producers at a fixed total rate
    (wall-clock credited), C consumers (each its own connection and identity; for
    `rotation`, registered members of one group, with the harness ticking and
    rotating), B bystanders doing primary-key lookups at a fixed rate on an
@@ -50,7 +51,8 @@ from benchlib.runner import Cell, Rows
 STUDY = "xmin_horizon"
 AXES = ("designs", "holders")
 SQL = sql.beside(__file__)
-DESIGNS = ("skip_locked_delete", "skip_locked", "rotation")
+# our reference designs, then the real pull systems on PostgreSQL, driven the same way
+DESIGNS = ("skip_locked_delete", "skip_locked", "claim_then_delete", "rotation", "pgmq", "pgqrs")
 PHASES = ("baseline", "held")
 GROUP = "xmin"  # the consumer group of the log design
 BYSTANDER_DB = "benchlib_bystander"
@@ -89,7 +91,7 @@ class Params:
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
     def __post_init__(self) -> None:
-        designs = check.names("designs", self.designs, queues.designs_on("postgres", ours_only=True))
+        designs = check.names("designs", self.designs, queues.designs_on("postgres", kind="pull"))
         fixed = {
             "designs": designs,
             "holders": check.names("holders", self.holders, HOLDERS),
@@ -361,7 +363,7 @@ async def _paced(rate: float, until: asyncio.Event, act) -> None:
 
 
 async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, seq: count) -> None:
-    conn = await target.connect()
+    conn = await queue.connect(target, "producer")
     try:
         async def enqueue(n: int) -> None:
             payloads = [json.dumps({"seq": next(seq), "task": "noop"}) for _ in range(n)]
@@ -373,7 +375,7 @@ async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, seq:
 
 
 async def _pull_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
-    conn = await target.connect()
+    conn = await queue.connect(target, "consumer")
     try:
         while not live.stopping.is_set():
             jobs = await queue.dequeue(conn, batch)
@@ -520,7 +522,11 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     holder = HOLDERS[holder_name]()
     admin = await target.connect()
     try:
-        await queue.install(admin)
+        session = await queue.connect(target)  # a real system installs through its own client
+        try:
+            await queue.install(session)
+        finally:
+            await session.close()
         members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
         if getattr(queue, "ticked", False):
             await queue.register_group(admin, GROUP)

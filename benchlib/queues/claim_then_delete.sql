@@ -1,0 +1,42 @@
+-- The lifecycle of the published pgque comparison's SKIP LOCKED queue: INSERT, UPDATE
+-- to 'running' on claim, DELETE on completion.
+
+-- name: uninstall
+DROP TABLE IF EXISTS claim_then_delete_jobs;
+
+-- name: install
+CREATE TABLE claim_then_delete_jobs (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    state       text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'running')),
+    payload     jsonb NOT NULL,
+    enqueued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    started_at  timestamptz
+);
+CREATE INDEX claim_then_delete_jobs_ready ON claim_then_delete_jobs (id) WHERE state = 'ready';
+
+-- name: enqueue_many
+INSERT INTO claim_then_delete_jobs (payload)
+SELECT p FROM unnest($1::jsonb[]) AS p
+RETURNING id;
+
+-- name: settle
+ANALYZE claim_then_delete_jobs;
+
+-- name: checkpoint
+CHECKPOINT;
+
+-- name: dequeue
+UPDATE claim_then_delete_jobs
+SET state = 'running', started_at = clock_timestamp()
+WHERE id IN (
+    SELECT id FROM claim_then_delete_jobs
+    WHERE state = 'ready'
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+    LIMIT $1
+)
+RETURNING id, payload;
+
+-- name: ack
+DELETE FROM claim_then_delete_jobs
+WHERE id = ANY($1::bigint[]) AND state = 'running';

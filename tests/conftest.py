@@ -4,6 +4,7 @@ database per test, and a guard that no test changes a committed result."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -14,6 +15,11 @@ from benchlib.outputs import REPO_ROOT
 from benchlib.provision import PgServer, open_backend
 
 os.environ.setdefault("BENCH_PROGRESS", "off")
+# Several tests press Ctrl-C on a child (SIGINT). A shell that starts the test run in
+# the background (a CI runner, `make test &`) hands it SIGINT *ignored*, which every
+# child would inherit, so Ctrl-C would do nothing; with a handler here, children start
+# with the default, as under a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 PUBLISHED = ["data", "figures", "report.md"]
 
 

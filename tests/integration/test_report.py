@@ -47,7 +47,8 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     finally:
         manifest_path.write_text(original)
     assert "**Something else used the machine** during 1 run" in text and "sqlite__sqlite (40%)" in text
-    assert "Cells measured while other processes or the hypervisor took 10% or more of the CPU: consumers=1" in text
+    crowded = manifest["company_per_cell"][first_cell]["cell"]
+    assert f"Cells measured while other processes or the hypervisor took 10% or more of the CPU: {crowded} (50%)" in text
     assert "**Ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
 
 

@@ -15,7 +15,7 @@ FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  variables: PROFILE=smoke|standard|full (report, default standard), FORCE=1 (rerun cached cells)"
+	@echo "  variables: PROFILE=smoke|standard|seed|full (report, default standard), FORCE=1 (rerun cached cells)"
 
 setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to date)
 

@@ -98,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_drain)
 
     s = sub.add_parser("sweep", help="execute every study notebook for a profile (papermill)")
-    s.add_argument("--profile", default="standard", help="smoke | standard | full")
+    s.add_argument("--profile", default="standard", help="smoke | standard | seed (xmin only) | full")
     s.add_argument("--study", default=None, help="only this study")
     s.add_argument("--force", action="store_true", help="rerun cells even if cached")
     s.add_argument("--accept-server-settings", action="store_true",
@@ -106,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_sweep)
 
     r = sub.add_parser("report", help="render a profile's figures and report from its data")
-    r.add_argument("--profile", default="standard", help="smoke | standard | full (default standard)")
+    r.add_argument("--profile", default="standard", help="smoke | standard | seed | full (default standard)")
     r.add_argument("--data-dir", default=None, help="default: the profile's (data/, or build/<profile>/data)")
     r.add_argument("--figures-dir", default=None, help="default: the profile's (figures/, or build/<profile>/figures)")
     r.add_argument("--out", default=None, help="default: report.md for standard, build/<profile>/report.md for smoke")

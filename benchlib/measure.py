@@ -54,6 +54,10 @@ class Latencies:
         q = np.percentile(values, PERCENTILES, method="linear")
         return dict(zip(keys, [float(x) for x in q] + [float(values.max())]))
 
+    def mean_ms(self) -> float | None:
+        """The mean, for comparison with studies that publish only an average."""
+        return float(np.frombuffer(self.ns, dtype=np.int64).mean() / 1e6) if self.ns else None
+
 
 def fsync_rate(binaries: ServerBinaries | None, seconds: int = 1) -> float | None:
     """fdatasync'ed 8 kB writes per second on this machine's temp disk (pg_test_fsync).

@@ -15,7 +15,7 @@ from pathlib import Path
 import altair as alt
 import jinja2
 
-from benchlib import charts, outputs
+from benchlib import charts, outputs, sweeps
 from benchlib.errors import BenchError
 from benchlib.results import load_profile, write_text
 from benchlib.studies import STUDIES
@@ -63,6 +63,7 @@ def _cells_with_company(manifest: dict) -> list[str]:
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,
           out: Path | None = None) -> Path:
     """Write the report of `profile` (and its figures); paths default to the profile's own."""
+    studies = sweeps.studies_with(profile)
     where = outputs.for_profile(profile)
     data_dir = outputs.check_readable_data(data_dir or where.data_dir)
     out = Path(out or where.report)
@@ -71,7 +72,8 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
     env = _env()
     sections, headline, manifests = [], [], []
     with outputs.locked(data_dir):
-        for name, study in STUDIES.items():
+        for name in studies:  # a profile of one study only (seed) has no section for the others
+            study = STUDIES[name]
             loaded = {t: load_profile(data_dir, name, profile, t) for t in study.measure.TABLES}
             tables = {t: df for t, (df, _) in loaded.items()}
             found = next(iter(loaded.values()))[1]
@@ -84,7 +86,11 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                 svg = charts.save(chart, figures_root / study_name / profile / chart_name)[0]
                 return Path(os.path.relpath(svg, out.parent))
 
-            ctx = study.report.context(tables, found, figure)
+            def other(other_profile: str, study_name: str = name) -> dict:
+                return {t: load_profile(data_dir, study_name, other_profile, t)[0]
+                        for t in STUDIES[study_name].measure.TABLES}
+
+            ctx = study.report.context(tables, found, figure, other)
             headline += ctx["headline"]
             manifests += found
             body = env.get_template(f"{name}/report.md.j2").render(s=ctx)

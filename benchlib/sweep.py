@@ -103,7 +103,7 @@ def run(profile: str, studies: list[str] | None = None, *, force: bool = False,
         accept_server_settings: bool = False, data_dir: Path | None = None) -> Table:
     """plan -> preflight -> execute -> summary; returns the summary table."""
     data_dir = Path(data_dir or outputs.for_profile(profile).data_dir)
-    jobs = plan(profile, studies or list(STUDIES), data_dir=data_dir, force=force)
+    jobs = plan(profile, studies or sweeps.studies_with(profile), data_dir=data_dir, force=force)
     outputs.check_writable(data_dir, "results")
     asyncio.run(preflight(jobs, accept_server_settings))
     if accept_server_settings:

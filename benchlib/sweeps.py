@@ -16,7 +16,7 @@ from benchlib.errors import BenchError
 from benchlib.studies import STUDIES
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
-PROFILES = ("smoke", "standard", "full")
+PROFILES = ("smoke", "standard", "full")  # every study has these; `seed` is the xmin study's alone
 
 
 def study_module(study: str):
@@ -26,9 +26,8 @@ def study_module(study: str):
         raise BenchError(f"unknown study {study!r}: choose one of {', '.join(STUDIES)}") from None
 
 
-def load(study: str, profile: str) -> list[dict[str, Any]]:
-    """The validated parameter sets (one per run) of `profile` for `study`."""
-    module = study_module(study)
+def _spec(study: str) -> dict[str, Any]:
+    """A study's profile file: a mapping of profile name to its `common` and `runs`."""
     path = PROFILE_DIR / f"{study}.yaml"
     try:
         spec = yaml.safe_load(path.read_text()) or {}
@@ -39,6 +38,23 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
         raise BenchError(f"{path}{where}: not valid YAML ({problem}): fix the profile file") from None
     if not isinstance(spec, dict):
         raise BenchError(f"{path}: expected a mapping of profiles (smoke, standard, full), got {type(spec).__name__}")
+    return spec
+
+
+def studies_with(profile: str) -> list[str]:
+    """The studies that define `profile` (a profile such as `seed` may belong to one study)."""
+    found = [s for s in STUDIES if profile in _spec(s)]
+    if not found:
+        known = sorted({p for s in STUDIES for p in _spec(s)})
+        raise BenchError(f"unknown profile {profile!r}: choose one of {', '.join(known)}")
+    return found
+
+
+def load(study: str, profile: str) -> list[dict[str, Any]]:
+    """The validated parameter sets (one per run) of `profile` for `study`."""
+    module = study_module(study)
+    path = PROFILE_DIR / f"{study}.yaml"
+    spec = _spec(study)
     if profile not in spec:
         raise BenchError(f"unknown profile {profile!r} for {study}: choose one of {', '.join(spec)}")
     entry = spec[profile] or {}

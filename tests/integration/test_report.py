@@ -38,6 +38,8 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     original = manifest_path.read_text()
     manifest = json.loads(original)
     manifest["company"] |= {"others_share": 0.35, "steal_share": 0.05}
+    for cell in manifest["company_per_cell"].values():  # what this machine really had is not the subject here
+        cell |= {"others_share": 0.0, "steal_share": 0.0}
     first_cell = next(iter(manifest["company_per_cell"]))
     manifest["company_per_cell"][first_cell] |= {"others_share": 0.5}
     manifest["server"]["settings_not_applied"] = {"autovacuum_naptime": {"requested": "2s", "effective": "1min"}}
@@ -56,3 +58,20 @@ def test_make_lab_works_as_root_and_on_loopback_only(monkeypatch):
     monkeypatch.setattr(lab.os, "geteuid", lambda: 0)
     cmd = lab.command(8888, "tok")
     assert "--allow-root" in cmd and "--ip=127.0.0.1" in cmd and "--IdentityProvider.token=tok" in cmd
+
+
+async def test_the_seed_cell_is_rendered_beside_the_published_comparison(tmp_path):
+    from benchlib.studies import xmin_horizon
+
+    params = xmin_horizon.Params(designs=["claim_then_delete"], holders=["rr_snapshot"], rate=100, producers=1,
+                                 consumers=1, bystanders=1, bystander_rows=1000, bystander_rate=20, phase_s=2,
+                                 sample_interval_s=1, autovacuum={"autovacuum_naptime": "1s"})
+    await xmin_horizon.run(params, data_dir=tmp_path / "data", profile="seed", progress=False)
+    text = report.build("seed", data_dir=tmp_path / "data", figures_dir=tmp_path / "f",
+                        out=tmp_path / "r.md").read_text()
+    assert drain.report.TITLE not in text  # the seed profile is the xmin study's alone: no empty drain section
+    section = text[text.index("### The seed-sized cell beside the published comparison"):]
+    assert "| published: SKIP LOCKED |" in section and "| here: claim_then_delete |" in section
+    assert "SKIP LOCKED (published): dequeues/s 0.65×" in section
+    assert "Here, `claim_then_delete`: dequeues/s" in section
+    assert "NikolayS/PgQue" in section

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import polars as pl
+import yaml
 
 from benchlib.results import frame
 from benchlib.studies.drain import analysis as drain
 from benchlib.studies.drain.measure import SAMPLES
 from benchlib.studies.xmin_horizon import analysis as xmin
+from benchlib.studies.xmin_horizon import report as xmin_report
 from benchlib.studies.xmin_horizon.measure import PHASE_SCHEMA
 
 
@@ -116,3 +118,32 @@ def test_xmin_table_is_split_to_fit_a_page():
     tables = xmin.table(PHASES)
     assert len(tables.parts) == 2 and all(len(t.columns) <= 10 for t in tables.parts)
     assert all(t.columns[:3] == ["design", "holder", "phase"] for t in tables.parts)
+
+
+def _seed_phase(design, phase, deq, dead, mib, mean, p50, p95, holder="rr_snapshot"):
+    return {"design": design, "holder": holder, "phase": phase, "dequeue_rate": deq, "end_n_dead_tup": dead,
+            "end_data_bytes": int(mib * 2**20), "bystander_mean_ms": mean, "bystander_p50_ms": p50,
+            "bystander_p95_ms": p95, "lost": 0, "duplicates": 0, "cell_key": f"{design}/{holder}"}
+
+
+SEED_PHASES = frame([
+    _seed_phase("claim_then_delete", "baseline", 800, 5000, 1.0, 0.5, 0.4, 1.0),
+    _seed_phase("claim_then_delete", "held", 400, 80000, 16.0, 0.75, 0.4, 6.0),
+    _seed_phase("claim_then_delete", "baseline", 800, 5000, 1.0, 0.5, 0.4, 1.0, holder="idle_xid"),
+    _seed_phase("claim_then_delete", "held", 100, 5000, 1.0, 0.5, 0.4, 1.0, holder="idle_xid"),
+], PHASE_SCHEMA)
+
+
+def test_the_seed_cell_sits_beside_the_published_rows_as_ratios():
+    published = yaml.safe_load(xmin_report.PUBLISHED.read_text())["pgque"]
+    rows = {r["who"]: r for r in xmin.versus_published(SEED_PHASES, published).rows}
+    assert list(rows) == ["published: SKIP LOCKED", "published: pgque", "here: claim_then_delete"]  # rr_snapshot only
+    assert rows["published: SKIP LOCKED"]["dequeues/s"] == "797 → 517 (0.65×)"
+    assert rows["published: SKIP LOCKED"]["bystander p95 ms"] == "–"  # they published a mean only
+    assert rows["here: claim_then_delete"]["dequeues/s"] == "800 → 400 (0.50×)"
+    assert rows["here: claim_then_delete"]["table MiB at the end"] == "1.0 → 16.0 (16×)"
+    assert rows["here: claim_then_delete"]["bystander p95 ms"] == "1.00 → 6.00 (6.00×)"
+    skip, pgque = xmin.seed_findings(SEED_PHASES, published)
+    assert skip.startswith("SKIP LOCKED (published): dequeues/s 0.65×") and "Here, `claim_then_delete`: dequeues/s 0.50×" in skip
+    assert "bystander p50 ms 1.00×" in skip and "bystander p95 ms 6.00×" in skip  # the median flat, the tail up
+    assert pgque.endswith("`rotation` has no seed-sized cell here.")

@@ -17,8 +17,8 @@ PUBLISHED = Path(__file__).with_name("published.yaml")
 TITLE = "Drain: a fixed backlog, consumers × batch size"
 
 
-def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path]
-            ) -> dict[str, Any]:
+def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
+            other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
     df = tables["samples"]
     summary = analysis.summarize(df)
     fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)

@@ -200,3 +200,68 @@ def accounting(phases: pl.DataFrame) -> dict[str, Any]:
         "duplicates": int(per_cell["duplicates"].fill_null(0).sum()),
         "failed": per_cell.filter(pl.col("error").is_not_null()).select("design", "holder", "error").rows(named=True),
     }
+
+
+# the seed-sized cell against the published comparison: (label, our phase column, published key)
+SEED_COLUMNS = (("dequeues/s", "dequeue_rate", "dequeue_rate", 0),
+                ("dead tuples at the end", "end_n_dead_tup", "n_dead_tup", 0),
+                ("table MiB at the end", "end_data_bytes", "table_bytes", 1),
+                ("bystander mean ms", "bystander_mean_ms", "bystander_mean_ms", 2),
+                ("bystander p50 ms", "bystander_p50_ms", None, 2),
+                ("bystander p95 ms", "bystander_p95_ms", None, 2))
+
+
+def _mib(column: str, value: float | None) -> float | None:
+    return value / 2**20 if value is not None and column in ("end_data_bytes", "table_bytes") else value
+
+
+def versus_published(phases: pl.DataFrame, published: dict[str, Any], holder: str = "rr_snapshot") -> Table:
+    """The seed-sized cells (baseline → held, per design) beside the published rows.
+
+    The published run measured two separate cells (no holder; the holder for the
+    whole run) where ours has two phases of one cell; both end with the holder still
+    in place, so the end-of-phase values line up. Its bystander figure is a mean; ours
+    adds p50 and p95, because a mean can hide a tail that grows while the median stays.
+    """
+    rows = []
+    for name, w in published["workloads"].items():
+        row = {"who": f"published: {name}", "same lifecycle here": w["ours"]}
+        for label, _, key, digits in SEED_COLUMNS:
+            row[label] = _change(_mib(key, w[key][0]), _mib(key, w[key][1]), digits=digits, floor=1) if key else "–"
+        rows.append(row)
+    for (design, h), by in cells(phases).items():
+        if h != holder:
+            continue
+        b, x = by["baseline"], by["held"]
+        row = {"who": f"here: {design}", "same lifecycle here": ""}
+        for label, column, _, digits in SEED_COLUMNS:
+            row[label] = _change(_mib(column, b[column]), _mib(column, x[column]), digits=digits, floor=1)
+        rows.append(row)
+    return Table(rows)
+
+
+def _ratio_text(before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "not measured"
+    if not before:
+        return f"{fmt(before)} → {fmt(after)}"
+    return ratio(after / before)
+
+
+def seed_findings(phases: pl.DataFrame, published: dict[str, Any], holder: str = "rr_snapshot") -> list[str]:
+    """One line per published workload: what the holder did to it there and to the same
+    lifecycle here (held / baseline), metric by metric."""
+    ours = {d: by for (d, h), by in cells(phases).items() if h == holder}
+    lines = []
+    for name, w in published["workloads"].items():
+        theirs = "; ".join(f"{label} {_ratio_text(*w[key])}" for label, _, key, _ in SEED_COLUMNS if key)
+        line = f"{name} (published): {theirs}."
+        by = ours.get(w["ours"])
+        if by:
+            here = "; ".join(f"{label} {_ratio_text(by['baseline'][col], by['held'][col])}"
+                             for label, col, _, _ in SEED_COLUMNS)
+            line += f" Here, `{w['ours']}`: {here}."
+        else:
+            line += f" `{w['ours']}` has no seed-sized cell here."
+        lines.append(line)
+    return lines

@@ -203,15 +203,16 @@ class Store:
         write_json(dict(manifest), self.manifest_path(stem))
 
 
-def load_profile(data_dir: str | Path, study: str, profile: str, table: str = "") -> tuple[pl.DataFrame | None,
-                                                                                             list[dict]]:
-    """Every published row of a study's `table` for `profile`, and the manifests they came with.
+def load_profile(data_dir: str | Path, study: str, profile: str, table: str = "", stem: str = "*"
+                 ) -> tuple[pl.DataFrame | None, list[dict]]:
+    """Every published row of a study's `table` for `profile` (of one run with `stem`), and
+    the manifests they came with.
 
     A damaged file is a one-line BenchError that names it and says what to do.
     """
     root = Path(data_dir) / study / profile
-    pattern = f"*.{table}.parquet" if table else "*.parquet"
+    pattern = f"{stem}.{table}.parquet" if table else f"{stem}.parquet"
     paths = [p for p in sorted(root.glob(pattern)) if table or p.name.count(".") == 1]
     frames = [read_parquet(p) for p in paths]
-    manifests = [read_json(p) for p in sorted(root.glob("*.manifest.json"))]
+    manifests = [read_json(p) for p in sorted(root.glob(f"{stem}.manifest.json"))]
     return (pl.concat(frames, how="vertical_relaxed") if frames else None), manifests

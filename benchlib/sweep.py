@@ -86,7 +86,8 @@ def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
     rows = []
     for job in jobs:
         study = STUDIES[job.study]
-        tables = {t: load_profile(data_dir, job.study, profile, t)[0] for t in study.measure.TABLES}
+        # this run's rows only: the other runs of the study have their own line
+        tables = {t: load_profile(data_dir, job.study, profile, t, stem=job.name)[0] for t in study.measure.TABLES}
         totals = study.analysis.totals(tables)
         where = Path(job.result.get("published") or outputs.study_dir(data_dir, job.study, profile))
         rows.append({

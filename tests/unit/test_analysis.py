@@ -79,7 +79,12 @@ def test_drain_versus_published_compares_ratios_and_says_what_is_missing():
     assert consumers["pgqrs here"].startswith("1.00× differ")
     assert consumers["our design here"].startswith("1.50× agree")
     assert rows[("s3", "batch 50 / 1, 1 consumer")]["pgqrs here"] == "–"
-    assert notes == ["pgqrs on s3: no measured sample here (see the failed samples for the reason)."]
+    assert notes == ["pgqrs on s3: not run here."]  # no rows at all: nothing failed, nothing to point at
+    failed = frame([{**r, "throughput_jobs_s": None, "error": "ConfigError: Sqlite backend is not enabled"}
+                    for r in _drain_rows(("sqlite", "pgqrs"), 1000, 1.0, 25)], SAMPLES)
+    with_sqlite = {"throughput": {"sqlite": PUBLISHED["throughput"]["s3"]}}
+    _, notes = drain.versus_published(drain.summarize(pl.concat([ours, failed])), with_sqlite, {})
+    assert notes == ["pgqrs on sqlite: no measured sample here (see the failed samples for the reason)."]
 
 
 def _phase(design, holder, phase, dead, stall=None, rotations=None, duration=20.0, p95=0.4):

@@ -5,6 +5,8 @@ import pytest
 
 import dataclasses
 
+import polars as pl
+
 from benchlib import notebooks, sweep, sweeps
 from benchlib.errors import BenchError
 from benchlib.studies import STUDIES
@@ -80,3 +82,16 @@ def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     assert (run["rate"], run["bystander_rate"], run["phase_s"]) == (800, 100, 180)  # 2 bystanders x 50/s
     with pytest.raises(BenchError, match="unknown profile 'huge': choose one of full, seed, smoke, standard"):
         sweeps.studies_with("huge")
+
+
+def test_the_sweep_summary_counts_each_runs_own_rows(tmp_path):
+    where = tmp_path / "drain" / "smoke"
+    where.mkdir(parents=True)
+    pl.DataFrame({"lost": [0, 0], "duplicates": [0, 0], "error": [None, None]}).write_parquet(
+        where / "postgres__skip_locked.samples.parquet")
+    pl.DataFrame({"lost": [None] * 3, "duplicates": [None] * 3, "error": ["backend is not enabled"] * 3}).write_parquet(
+        where / "sqlite__pgqrs.samples.parquet")
+    jobs = [sweep.Job("drain", stem, None, {}, tmp_path / f"{stem}.ipynb") for stem in
+            ("postgres__skip_locked", "sqlite__pgqrs")]
+    failed = {r["run"]: r["failed"] for r in sweep.summary(jobs, tmp_path, "smoke").rows}
+    assert failed == {"postgres__skip_locked": "0", "sqlite__pgqrs": "3"}

@@ -233,6 +233,9 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
                 row[label] = f"{ratio(value)} {_agreement(theirs, value)}" if value else "–"
             rows.append(row)
     for backend in published["throughput"]:
-        if _ours(summary, backend, "pgqrs", (1, 1)) is None:
+        ran = summary.filter((pl.col("backend") == backend) & (pl.col("queue") == "pgqrs")).height > 0
+        if not ran:
+            notes.append(f"pgqrs on {backend}: not run here.")
+        elif _ours(summary, backend, "pgqrs", (1, 1)) is None:
             notes.append(f"pgqrs on {backend}: no measured sample here (see the failed samples for the reason).")
     return Table(rows), notes

@@ -44,9 +44,14 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "rows": df.height,
         "warmup_rows": df.filter(pl.col("warmup")).height,
         "cells": summary.height,
-        "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list())),
+        "failed_cells": summary.filter(pl.col("samples").fill_null(0) == 0).height,
+        "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list()) - {0}),
         "prefill": sorted(set(df["prefill"].drop_nulls().to_list())),
-        "errors": df.filter(pl.col("error").is_not_null()).select("backend", "queue", "consumers", "batch_size",
-                                                                  "sample", "error").rows(named=True),
+        "failed_samples": df.filter(pl.col("error").is_not_null()).height,
+        # one line per system and reason: a backend a library lacks fails every sample alike
+        "errors": df.filter(pl.col("error").is_not_null())
+                    .group_by("backend", "queue", "error", maintain_order=True)
+                    .agg(samples=pl.len(), cells=pl.struct("consumers", "batch_size").n_unique())
+                    .rows(named=True),
         "cores": manifests[0]["machine"]["cores"] if manifests else None,
     }

@@ -39,8 +39,8 @@ def _drain(args: argparse.Namespace) -> None:
 
     params = drain.Params(backend=args.backend, queue=args.queue, consumers=args.consumers,
                           batch_sizes=args.batch, prefill=args.prefill, samples=args.samples,
-                          warmup=args.warmup, idle_timeout_s=args.idle_timeout, settings=_settings(args.set),
-                          pg_major=args.pg_major)
+                          warmup=args.warmup, warmup_prefill=args.warmup_prefill, idle_timeout_s=args.idle_timeout,
+                          settings=_settings(args.set), pg_major=args.pg_major)
     data_dir = None if args.no_save else Path(args.data_dir or outputs.adhoc_dir(new_run_id()))
     started = time.monotonic()
     run = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=data_dir, force=args.force, profile="adhoc",
@@ -85,6 +85,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--prefill", default=50_000, help="jobs in the backlog (default 50000)")
     d.add_argument("--samples", default=3, help="measured samples per cell (default 3)")
     d.add_argument("--warmup", default=1, help="warm-up samples per cell, discarded (default 1)")
+    d.add_argument("--warmup-prefill", default=2_000, help="jobs in each warm-up sample, at most --prefill "
+                   "(default 2000)")
     d.add_argument("--idle-timeout", default=10.0, help="seconds without progress before giving up")
     d.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="a server setting (PostgreSQL -c, SQLite PRAGMA); repeatable")

@@ -15,10 +15,14 @@ pytestmark = pytest.mark.integration
 
 
 async def test_run_publishes_and_resumes(tmp_path):
-    params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1)
+    params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1,
+                          warmup_prefill=50)
     first = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
     assert first.columns == list(SAMPLES)
     assert first.height == 2 * 4 and first["warmup"].sum() == 2
+    warm, measured = first.filter(pl.col("warmup")), first.filter(~pl.col("warmup"))
+    assert (warm["prefill"] == 50).all() and (warm["enqueued"] == 50).all()  # a small warm-up backlog
+    assert (measured["prefill"] == 200).all() and (measured["enqueued"] == 200).all()
     assert (first["lost"] == 0).all() and (first["duplicates"] == 0).all() and first["error"].is_null().all()
     home = tmp_path / "drain" / "smoke"
     published = pl.read_parquet(home / "sqlite__sqlite.samples.parquet")
@@ -36,7 +40,8 @@ async def test_run_publishes_and_resumes(tmp_path):
     again = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
     assert again.equals(first)  # same code, same machine: reused
     assert manifest_path.read_text() == before  # nothing new: the measuring run's manifest stays
-    fewer = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1)
+    fewer = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1,
+                         warmup_prefill=50)
     await drain.run(fewer, data_dir=tmp_path, profile="smoke", progress=False)  # a subset, all cached: published anew
     assert json.loads(manifest_path.read_text())["cells_reused"] == 1
     assert pl.read_parquet(home / "sqlite__sqlite.samples.parquet").height == 4

@@ -40,20 +40,21 @@ def _outputs(executed: dict) -> list[dict]:
 
 
 def test_papermill_run_shows_offline_charts_and_whole_tables(tmp_path):
-    params = {"backend": "sqlite", "consumers": [1, 2], "batch_sizes": [5], "prefill": 50, "samples": 1,
+    params = {"backend": "sqlite", "consumers": [1, 2, 4], "batch_sizes": [5], "prefill": 50, "samples": 1,
               "warmup": 0, "data_dir": str(tmp_path / "data"), "force": False, "profile": "smoke"}
     executed = _execute(tmp_path, "drain", params)
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in executed["cells"])
-    assert pl.read_parquet(tmp_path / "data" / "drain" / "smoke" / "sqlite__sqlite.samples.parquet").height == 2
+    assert pl.read_parquet(tmp_path / "data" / "drain" / "smoke" / "sqlite__sqlite.samples.parquet").height == 3
     outputs = _outputs(executed)
     text = json.dumps(outputs)
     assert "cdn.jsdelivr" not in text and "vega@" not in text and "<script" not in text
     charts = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
-    assert len(charts) == 3  # every chart, as an inline image
+    assert len(charts) == 4  # every chart, as an inline image
     assert all("application/vnd.vegalite" not in json.dumps(o) for o in outputs)
-    (table,) = [o["data"]["text/html"] for o in outputs if "<table>" in "".join(o.get("data", {}).get("text/html", ""))]
-    html = "".join(table)
-    assert html.count("<tr>") == 1 + 2 and "shape:" not in html and "text-align:right" in html
+    cells, fit = ["".join(o["data"]["text/html"]) for o in outputs
+                  if "<table>" in "".join(o.get("data", {}).get("text/html", ""))]
+    assert cells.count("<tr>") == 1 + 3 and "shape:" not in cells and "text-align:right" in cells
+    assert fit.count("<tr>") == 1 + 1 and "sqlite/sqlite" in fit  # one curve: batch 5 over 1, 2, 4 consumers
 
 
 def test_the_xmin_notebook_splits_its_wide_table(tmp_path):

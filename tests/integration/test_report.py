@@ -27,6 +27,7 @@ def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, t
     assert "short runs support no conclusions" in text.splitlines()[0]
     assert text.index("## The answer in one table") < text.index("## Where these numbers come from")
     assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden
+    assert "nothing to fit: a curve needs 3 consumer counts" in text  # 1 and 2 consumers: no scaling law
     assert "(s)" not in text
     assert f"{plural(os.cpu_count(), 'core')}, shared by the harness and the server" in text  # from the manifest
     assert (tmp_path / "figures" / "drain" / "smoke" / "throughput_vs_batch.svg").exists()

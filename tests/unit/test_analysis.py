@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 import yaml
 
 from benchlib.results import frame
@@ -151,4 +152,47 @@ def test_the_seed_cell_sits_beside_the_published_rows_as_ratios():
     skip, pgque = xmin.seed_findings(SEED_PHASES, published)
     assert skip.startswith("SKIP LOCKED (published): dequeues/s 0.65×") and "Here, `claim_then_delete`: dequeues/s 0.50×" in skip
     assert "bystander p50 ms 1.00×" in skip and "bystander p95 ms 6.00×" in skip  # the median flat, the tail up
+    assert skip.endswith("The direction agrees on all 4 published measures.")
+    assert rows["published: SKIP LOCKED"]["table MiB at the end"] == "1.0 → 15.1 (15×)"  # a base under 1 keeps its ratio
+    rows_differ = SEED_PHASES.with_columns(
+        pl.when(pl.col("phase") == "held").then(800.0).otherwise(pl.col("dequeue_rate")).alias("dequeue_rate"))
+    skip, _ = xmin.seed_findings(rows_differ, published)
+    assert skip.endswith("The direction differs on dequeues/s (up, down or unchanged within 0.9–1.1×).")
     assert pgque.endswith("`rotation` has no seed-sized cell here.")
+
+
+def test_drain_scaling_fits_follow_the_data_and_say_what_they_cannot_test():
+    fits = {(x["system"], x["batch_size"]): x for x in drain.scaling_fits(DRAIN)}
+    assert len(fits) == 6  # two systems x three batch sizes
+    flat = fits[("sqlite/sqlite", 1)]["fit"]  # the same rate at 1, 2 and 4 consumers
+    assert flat.lam == pytest.approx(2500, rel=0.03) and flat.sigma == pytest.approx(1, abs=0.05)
+    assert not flat.retrograde  # flat is no peak
+    table = drain.scaling_table(list(fits.values())).markdown()
+    assert "postgres/skip_locked" in table and "cannot test (3 levels)" in table
+    # 2000, 2000, 3000 jobs/s at 1, 2, 4 consumers: faster at the top, a shape the law cannot take
+    assert fits[("postgres/skip_locked", 1)]["fit"].quality.startswith("poor")
+    lines = drain.scaling_findings(list(fits.values()), cores=2)
+    assert lines[0].startswith("6 of 6 curves have only 3 consumer counts")
+    assert any(line.startswith("Poor fits") and "postgres/skip_locked batch 1" in line for line in lines)
+    assert not any("peak" in line for line in lines[1:])  # nothing here falls past a peak
+
+
+def test_drain_scaling_fits_need_three_consumer_counts():
+    two = DRAIN.filter(pl.col("consumers") < 4)
+    assert drain.scaling_fits(two) == []
+    assert "nothing to fit" in drain.scaling_table([]).markdown()
+
+
+def test_drain_scaling_findings_name_a_peak_the_data_show():
+    from benchlib.scaling import usl
+
+    rows = [{"backend": "postgres", "queue": "skip_locked", "consumers": c, "batch_size": 1, "prefill": 1000,
+             "sample": i, "warmup": False, "lost": 0, "duplicates": 0, "elapsed_s": 1.0, "empty_polls": 0,
+             "throughput_jobs_s": float(usl(c, 1000, 0.1, 0.1)) * jitter}
+            for c in (1, 2, 4, 8) for i, jitter in enumerate((0.99, 1.0, 1.01))]
+    fits = drain.scaling_fits(frame(rows, SAMPLES))
+    assert fits[0]["fit"].quality == "good" and fits[0]["fit"].retrograde
+    lines = drain.scaling_findings(fits, cores=2)
+    peak = next(line for line in lines if line.startswith("Past their peak"))
+    assert "postgres/skip_locked batch 1 (at 3.0)" in peak and "2 cores" in peak
+    assert "3.0" in drain.scaling_table(fits).markdown()

@@ -40,6 +40,7 @@ def test_lists_and_strings_normalise_to_tuples():
     ({"samples": 0}, "samples must be >= 1"),
     ({"samples": True}, "samples must be a whole number"),
     ({"warmup": -1}, "warmup must be >= 0"),
+    ({"warmup_prefill": 0}, "warmup_prefill must be >= 1"),
     ({"idle_timeout_s": 0}, "idle_timeout_s must be > 0"),
 ])
 def test_bad_input_is_one_line(kwargs, message):

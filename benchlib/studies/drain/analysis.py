@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from benchlib import scaling
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
@@ -239,3 +240,80 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
         elif _ours(summary, backend, "pgqrs", (1, 1)) is None:
             notes.append(f"pgqrs on {backend}: no measured sample here (see the failed samples for the reason).")
     return Table(rows), notes
+
+
+def scaling_fits(df: pl.DataFrame) -> list[dict[str, Any]]:
+    """The Universal Scalability Law per system and batch size, over every measured sample
+    (benchlib.scaling); a curve with fewer than three consumer counts has no fit."""
+    ok = measured(df).filter(pl.col("throughput_jobs_s").is_not_null())
+    out = []
+    for (backend, queue, batch), part in ok.sort(KEYS).group_by("backend", "queue", "batch_size",
+                                                                maintain_order=True):
+        fitted = scaling.fit(part["consumers"].to_numpy(), part["throughput_jobs_s"].to_numpy())
+        if fitted:
+            out.append({"system": f"{backend}/{queue}", "batch_size": batch, "fit": fitted,
+                        "max_consumers": part["consumers"].max()})
+    return out
+
+
+def _interval(ci: tuple[float, float] | None, digits: int) -> str:
+    return f"{ci[0]:.{digits}f} – {ci[1]:.{digits}f}" if ci else "–"
+
+
+def _peak(f: scaling.Fit) -> str:
+    """The predicted peak where the data show one (kappa's interval excludes 0)."""
+    if f.retrograde and f.peak_n is not None:
+        return f"{f.peak_n:.1f}"
+    return "none shown" if f.sigma < 1 else "flat or falling"
+
+
+def scaling_table(fits: list[dict[str, Any]]) -> Table:
+    """Per fitted curve: the coefficients with 95 % intervals, the predicted peak, the residual."""
+    if not fits:
+        return Table([{"scaling-law fit": f"nothing to fit: a curve needs {scaling.MIN_LEVELS} consumer counts "
+                                          "or more"}])
+    return Table([{
+        "system": x["system"], "batch": str(x["batch_size"]),
+        "λ jobs/s": fmt(x["fit"].lam),
+        "σ contention": f"{x['fit'].sigma:.3f}", "σ 95 %": _interval(x["fit"].ci["sigma"], 3),
+        "κ coherency": f"{x['fit'].kappa:.4f}", "κ 95 %": _interval(x["fit"].ci["kappa"], 4),
+        "peak at consumers": _peak(x["fit"]),
+        "residual rms": f"{100 * x['fit'].rms_rel_residual:.1f}%",
+        "fit": x["fit"].quality,
+    } for x in fits])
+
+
+def scaling_findings(fits: list[dict[str, Any]], cores: int | None) -> list[str]:
+    """What the fits can and cannot say, computed from them."""
+    if not fits:
+        return []
+    out = []
+    untestable = [x for x in fits if x["fit"].levels <= len(scaling.PARAMETERS)]
+    if untestable:
+        levels = sorted({x["fit"].levels for x in untestable})
+        out.append(f"{len(untestable)} of {plural(len(fits), 'curve')} have only "
+                   f"{' or '.join(map(str, levels))} consumer counts for the law's three parameters: a curve of "
+                   "this shape comes close to most sets of three means, so the coefficients describe these points "
+                   "and the intervals their noise, but nothing here tests the law. A sweep to 8 and 16 consumers "
+                   "(the `full` profile) would.")
+    poor = [x for x in fits if x["fit"].quality.startswith("poor")]
+    if poor:
+        out.append(f"Poor fits (the samples stray more than {100 * scaling.POOR_RESIDUAL:.0f}% from the curve: "
+                   "noisy samples, or a shape the law cannot take, such as throughput that rises faster at "
+                   "higher counts): " + ", ".join(f"{x['system']} batch {x['batch_size']}" for x in poor) + ".")
+    serial = [x for x in fits if (ci := x["fit"].ci["sigma"]) is not None and ci[0] >= 0.5]
+    if serial:
+        out.append("Mostly serialised (σ's interval at or above 0.5: two consumers give at most 1.33× one): "
+                   + ", ".join(f"{x['system']} batch {x['batch_size']} (σ {x['fit'].sigma:.2f})" for x in serial)
+                   + ".")
+    peaked = [x for x in fits if x["fit"].retrograde and (p := x["fit"].peak_n) is not None
+              and p <= x["max_consumers"]]
+    if peaked:
+        text = ("Past their peak within the measured range (κ's interval excludes zero, so more consumers "
+                "cost throughput beyond it): " + ", ".join(f"{x['system']} batch {x['batch_size']} "
+                                                           f"(at {x['fit'].peak_n:.1f})" for x in peaked) + ".")
+        if cores and any(abs(x["fit"].peak_n - cores) <= 1 for x in peaked):
+            text += (f" The clients and the server share this machine's {plural(cores, 'core')}, so a peak near "
+                     "that count is the machine running out of cores as much as the queue's own contention.")
+        out.append(text)
+    return out

@@ -7,10 +7,11 @@ system.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import polars as pl
 
-from benchlib.charts import mean_with_error_bars
-from benchlib.studies.drain.analysis import measured
+from benchlib.charts import HEIGHT, WIDTH, mean_with_error_bars
+from benchlib.studies.drain.analysis import measured, scaling_fits
 
 
 def _rows(df: pl.DataFrame) -> pl.DataFrame:
@@ -54,9 +55,35 @@ def latency_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
         title="p95 dequeue and ack latency vs consumers (mean ± sd of the samples' p95)")
 
 
+def scaling_fits_chart(df: pl.DataFrame) -> alt.FacetChart:
+    """The measured samples (points) and the fitted USL curve (line) per system and batch size."""
+    points = _rows(df).select("system", "batch_size", "consumers", "throughput_jobs_s")
+    curves = []
+    for x in scaling_fits(df):
+        n = np.linspace(1, x["max_consumers"], 40)
+        curves.append(pl.DataFrame({"system": x["system"], "batch_size": x["batch_size"], "consumers": n,
+                                    "fitted_jobs_s": x["fit"].predict(n)}))
+    data = pl.concat([points, *curves], how="diagonal_relaxed") if curves else points
+    colour = alt.Color("batch_size:O", title="batch size", scale=alt.Scale(scheme="viridis"))
+    x = alt.X("consumers:Q", title="consumers", scale=alt.Scale(type="log", base=2, nice=False),
+              axis=alt.Axis(values=sorted(points["consumers"].unique().to_list()), format="d"))
+    y_scale = alt.Scale(type="log")
+    measured_points = alt.Chart().mark_point(filled=True, opacity=0.6).encode(
+        x=x, y=alt.Y("throughput_jobs_s:Q", title="throughput (jobs/s, log)", scale=y_scale), color=colour,
+        tooltip=["system", "batch_size", "consumers", alt.Tooltip("throughput_jobs_s:Q", format=",.1f")],
+    ).transform_filter("isValid(datum.throughput_jobs_s)")
+    fitted = alt.Chart().mark_line().encode(
+        x=x, y=alt.Y("fitted_jobs_s:Q", scale=y_scale), color=colour,
+    ).transform_filter("isValid(datum.fitted_jobs_s)")
+    return alt.layer(measured_points, fitted).properties(width=WIDTH, height=HEIGHT).facet(
+        facet=alt.Facet("system:N", title=None), columns=4, data=data).properties(
+        title="Universal Scalability Law fits: measured samples (points) and the fitted curve (line)")
+
+
 CHARTS = {
     "systems_side_by_side": systems_side_by_side,
     "throughput_vs_consumers": throughput_vs_consumers,
     "throughput_vs_batch": throughput_vs_batch,
     "latency_p95_vs_consumers": latency_vs_consumers,
+    "scaling_fits": scaling_fits_chart,
 }

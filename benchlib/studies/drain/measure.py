@@ -1,7 +1,8 @@
 """The drain study: how fast can C consumers empty a fixed backlog of N jobs?
 
 Per cell (consumers x batch size) and sample (METHOD.md, "drain"):
-1. fresh queue tables (`install`), prefill N jobs in batches, `settle`: untimed;
+1. fresh queue tables (`install`), prefill N jobs in batches, `settle`: untimed
+   (the discarded warm-up sample drains min(N, warmup_prefill) jobs);
 2. C connections are opened and C consumer tasks wait on a barrier; the harness
    arrives last, so the clock starts the instant every consumer is ready;
 3. each consumer loops dequeue(B) -> ack(ids) until every job has been claimed,
@@ -55,6 +56,10 @@ class Params:
     prefill: int = 50_000
     samples: int = 3
     warmup: int = 1
+    # The warm-up sample is discarded: it warms the server's buffers, the connection path
+    # and the library's code, which a few thousand jobs do as well as the full backlog
+    # (a full-size warm-up was a quarter of the standard profile's time).
+    warmup_prefill: int = 2_000  # jobs in each warm-up sample (at most `prefill`)
     idle_timeout_s: float = 10.0
     settings: dict[str, str] = field(default_factory=dict)  # server settings (-c / PRAGMA)
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
@@ -71,6 +76,7 @@ class Params:
             "prefill": check.positive_int("prefill", self.prefill),
             "samples": check.positive_int("samples", self.samples),
             "warmup": check.non_negative_int("warmup", self.warmup),
+            "warmup_prefill": check.positive_int("warmup_prefill", self.warmup_prefill),
             "idle_timeout_s": check.positive_float("idle_timeout_s", self.idle_timeout_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
@@ -85,7 +91,7 @@ SAMPLES: Schema = {
     "kind": (pl.String, "pull (the harness dequeues and acks) | worker (the library runs its loop)"),
     "consumers": (pl.Int64, "concurrent consumers, each with its own connection"),
     "batch_size": (pl.Int64, "jobs asked for per dequeue"),
-    "prefill": (pl.Int64, "jobs in the backlog when the clock starts"),
+    "prefill": (pl.Int64, "jobs in the backlog when the clock starts (warm-up: min(prefill, warmup_prefill))"),
     "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
     "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
     "elapsed_s": (pl.Float64, "all consumers ready -> last ack"),
@@ -178,14 +184,20 @@ def _payloads(n: int) -> list[str]:
     return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(n)]
 
 
+async def _enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int) -> list[int]:
+    """Enqueue n jobs in chunks of PREFILL_CHUNK; returns the ids the system gave them."""
+    ids: list[int] = []
+    payloads = _payloads(n)
+    for i in range(0, n, PREFILL_CHUNK):
+        ids += await enqueue_many(payloads[i:i + PREFILL_CHUNK])
+    return ids
+
+
 async def _prefill(target: Any, queue: queues.PullQueue, n: int) -> list[int]:
     conn = await queue.connect(target)
     try:
         await queue.install(conn)
-        ids: list[int] = []
-        payloads = _payloads(n)
-        for i in range(0, n, PREFILL_CHUNK):
-            ids += await queue.enqueue_many(conn, payloads[i:i + PREFILL_CHUNK])
+        ids = await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n)
         await queue.settle(conn)
         return ids
     finally:
@@ -236,10 +248,7 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
     """One sample of a worker system: fresh install, prefill, timed work, accounting."""
     async with system.session(target) as session:
         await session.install()
-        enqueued: list[int] = []
-        payloads = _payloads(prefill)
-        for i in range(0, prefill, PREFILL_CHUNK):
-            enqueued += await session.enqueue_many(payloads[i:i + PREFILL_CHUNK])
+        enqueued = await _enqueue_all(session.enqueue_many, prefill)
         shared = _Shared(total=len(set(enqueued)))
         ids, times = array("q"), array("q")
         stop = asyncio.Event()
@@ -326,10 +335,12 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     once = drain_once if queue.kind == "pull" else drain_worker_once
     rows = []
     for sample in range(p.warmup + p.samples):
-        row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": p.prefill, "sample": sample,
-               "warmup": sample < p.warmup, "server_kind": target.kind, "started_at": utc_now()}
+        warmup = sample < p.warmup
+        size = min(p.prefill, p.warmup_prefill) if warmup else p.prefill
+        row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "sample": sample,
+               "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
         try:
-            row |= await once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], p.prefill,
+            row |= await once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], size,
                               p.idle_timeout_s)
         except Exception as err:  # kept as a row with its reason, never dropped
             row["error"] = failure_reason(err)

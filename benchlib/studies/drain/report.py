@@ -25,12 +25,14 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     published = yaml.safe_load(PUBLISHED.read_text())["pgqrs"]
     reference = {b: ours[0] for b in published["throughput"] if (ours := queues.designs_on(b, ours_only=True))}
     versus, versus_notes = analysis.versus_published(summary, published, reference)
+    fits = analysis.scaling_fits(df)
+    cores = manifests[0]["machine"]["cores"] if manifests else None
     systems = {}
     for m in manifests:
         for name, about in (m.get("systems") or {}).items():  # older manifests kept the summary only
             systems[name] = about if isinstance(about, dict) else {"summary": about, "version": "not recorded"}
     return {
-        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
+        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items() if name != "scaling_fits"],
         "systems": systems,
         "side_by_side": {b: t.markdown() for b, t in analysis.side_by_side(summary).items()},
         "versus": versus.markdown(),
@@ -38,6 +40,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "published": published,
         "table": analysis.table(summary).markdown(),
         "findings": analysis.findings(summary, fsync),
+        "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df)),
+                    "table": analysis.scaling_table(fits).markdown(),
+                    "findings": analysis.scaling_findings(fits, cores)},
         "headline": analysis.headline(summary),
         "lost": int(df["lost"].fill_null(0).sum()),
         "duplicates": int(df["duplicates"].fill_null(0).sum()),
@@ -46,12 +51,22 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "cells": summary.height,
         "failed_cells": summary.filter(pl.col("samples").fill_null(0) == 0).height,
         "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list()) - {0}),
-        "prefill": sorted(set(df["prefill"].drop_nulls().to_list())),
+        "prefill": sorted(set(df.filter(~pl.col("warmup"))["prefill"].drop_nulls().to_list())),
+        "smaller_warmups": _smaller_warmups(df),
         "failed_samples": df.filter(pl.col("error").is_not_null()).height,
         # one line per system and reason: a backend a library lacks fails every sample alike
         "errors": df.filter(pl.col("error").is_not_null())
                     .group_by("backend", "queue", "error", maintain_order=True)
                     .agg(samples=pl.len(), cells=pl.struct("consumers", "batch_size").n_unique())
                     .rows(named=True),
-        "cores": manifests[0]["machine"]["cores"] if manifests else None,
+        "cores": cores,
     }
+
+
+def _smaller_warmups(df: pl.DataFrame) -> list[int]:
+    """Warm-up backlog sizes smaller than their system's measured backlog (none: say nothing)."""
+    size = pl.col("prefill").max()
+    warm = df.filter(pl.col("warmup")).group_by("backend", "queue").agg(size.alias("warm"))
+    real = df.filter(~pl.col("warmup")).group_by("backend", "queue").agg(size.alias("real"))
+    smaller = warm.join(real, on=["backend", "queue"]).filter(pl.col("warm") < pl.col("real"))
+    return sorted(set(smaller["warm"].to_list()))

@@ -227,7 +227,7 @@ def versus_published(phases: pl.DataFrame, published: dict[str, Any], holder: st
     for name, w in published["workloads"].items():
         row = {"who": f"published: {name}", "same lifecycle here": w["ours"]}
         for label, _, key, digits in SEED_COLUMNS:
-            row[label] = _change(_mib(key, w[key][0]), _mib(key, w[key][1]), digits=digits, floor=1) if key else "–"
+            row[label] = _change(_mib(key, w[key][0]), _mib(key, w[key][1]), digits=digits) if key else "–"
         rows.append(row)
     for (design, h), by in cells(phases).items():
         if h != holder:
@@ -235,7 +235,7 @@ def versus_published(phases: pl.DataFrame, published: dict[str, Any], holder: st
         b, x = by["baseline"], by["held"]
         row = {"who": f"here: {design}", "same lifecycle here": ""}
         for label, column, _, digits in SEED_COLUMNS:
-            row[label] = _change(_mib(column, b[column]), _mib(column, x[column]), digits=digits, floor=1)
+            row[label] = _change(_mib(column, b[column]), _mib(column, x[column]), digits=digits)
         rows.append(row)
     return Table(rows)
 
@@ -248,9 +248,23 @@ def _ratio_text(before: float | None, after: float | None) -> str:
     return ratio(after / before)
 
 
+# a held / baseline ratio within this band counts as "unchanged" when directions are compared
+UNCHANGED = (0.9, 1.1)
+
+
+def _direction(before: float | None, after: float | None) -> str | None:
+    if before is None or after is None:
+        return None
+    if not before:
+        return "unchanged" if not after else "up"
+    r = after / before
+    return "up" if r > UNCHANGED[1] else "down" if r < UNCHANGED[0] else "unchanged"
+
+
 def seed_findings(phases: pl.DataFrame, published: dict[str, Any], holder: str = "rr_snapshot") -> list[str]:
     """One line per published workload: what the holder did to it there and to the same
-    lifecycle here (held / baseline), metric by metric."""
+    lifecycle here (held / baseline), metric by metric, and whether the two agree in
+    direction (up, down, or unchanged within 0.9-1.1x) on each metric both measured."""
     ours = {d: by for (d, h), by in cells(phases).items() if h == holder}
     lines = []
     for name, w in published["workloads"].items():
@@ -261,6 +275,12 @@ def seed_findings(phases: pl.DataFrame, published: dict[str, Any], holder: str =
             here = "; ".join(f"{label} {_ratio_text(by['baseline'][col], by['held'][col])}"
                              for label, col, _, _ in SEED_COLUMNS)
             line += f" Here, `{w['ours']}`: {here}."
+            differ = [label for label, col, key, _ in SEED_COLUMNS if key
+                      and _direction(*w[key]) != _direction(by["baseline"][col], by["held"][col])]
+            compared = sum(1 for *_, key, _ in SEED_COLUMNS if key)
+            line += (f" The direction agrees on all {compared} published measures." if not differ else
+                     f" The direction differs on {', '.join(differ)} (up, down or unchanged within "
+                     f"{UNCHANGED[0]}–{UNCHANGED[1]}×).")
         else:
             line += f" `{w['ours']}` has no seed-sized cell here."
         lines.append(line)

@@ -47,17 +47,28 @@ def _env() -> jinja2.Environment:
     return env
 
 
+# The kernel counts CPU time in ticks (10 ms): a share computed over less than this much
+# of other processes' CPU time is a rounding error (a failed cell of a few milliseconds
+# "had 120% company"), not a finding.
+COMPANY_MIN_CPU_S = 0.1
+
+
 def _share(company: dict) -> float:
     return (company.get("others_share") or 0) + (company.get("steal_share") or 0)
 
 
+def _company(company: dict) -> bool:
+    cpu_s = (company.get("cpu_s_others") or 0) + (company.get("cpu_s_steal") or 0)
+    return _share(company) >= COMPANY and cpu_s >= COMPANY_MIN_CPU_S
+
+
 def _had_company(manifest: dict) -> bool:
-    return _share(manifest.get("company") or {}) >= COMPANY
+    return _company(manifest.get("company") or {})
 
 
 def _cells_with_company(manifest: dict) -> list[str]:
     return [f"{c['cell']} ({100 * _share(c):.0f}%)" for c in (manifest.get("company_per_cell") or {}).values()
-            if _share(c) >= COMPANY]
+            if _company(c)]
 
 
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,

@@ -88,9 +88,10 @@ def test_drain_versus_published_compares_ratios_and_says_what_is_missing():
     assert notes == ["pgqrs on sqlite: no measured sample here (see the failed samples for the reason)."]
 
 
-def _phase(design, holder, phase, dead, stall=None, rotations=None, duration=20.0, p95=0.4):
+def _phase(design, holder, phase, dead, stall=None, rotations=None, duration=20.0, p95=0.4, child=None):
     return {"design": design, "holder": holder, "phase": phase, "duration_s": duration, "peak_n_dead_tup": dead,
             "data_bytes_growth": 2**20, "rotation_stall_s": stall, "rotations": rotations, "bystander_p95_ms": p95,
+            "max_child_rows": child,
             "max_xmin_age_xids": 10, "lost": 0, "duplicates": 0, "cell_key": f"{design}/{holder}"}
 
 
@@ -109,6 +110,14 @@ PHASES = frame([
 def test_rotation_verdicts_say_when_the_phases_are_too_short():
     assert xmin.rotation_by_holder(PHASES) == {"stalled": ["idle_xid"], "rotating": ["rr_snapshot"],
                                                 "too short to tell": ["logical_slot"]}
+
+
+def test_a_child_twice_the_baseline_size_is_a_stall_the_phase_end_cut_short():
+    baseline = {"rotation_stall_s": 6.0, "rotations": 3, "duration_s": 16.0, "max_child_rows": 1620}
+    late = {"rotation_stall_s": 10.0, "rotations": 2, "duration_s": 16.0, "max_child_rows": 4736}  # this run's idle_xid
+    assert xmin.rotation_verdict(baseline, late) == "stalled"
+    steady = {"rotation_stall_s": 4.0, "rotations": 4, "duration_s": 16.0, "max_child_rows": 1612}
+    assert xmin.rotation_verdict(baseline, steady) == "rotating"
 
 
 def test_xmin_headline_names_who_bloats_from_the_data():
@@ -196,3 +205,14 @@ def test_drain_scaling_findings_name_a_peak_the_data_show():
     peak = next(line for line in lines if line.startswith("Past their peak"))
     assert "postgres/skip_locked batch 1 (at 3.0)" in peak and "2 cores" in peak
     assert "3.0" in drain.scaling_table(fits).markdown()
+
+
+def test_a_lever_that_hurts_here_and_is_neutral_there_differs():
+    assert [drain.lever(r) for r in (1.5, 1.0, 0.96, 0.5)] == ["helps", "neutral", "neutral", "hurts"]
+    ours = frame(_drain_rows(("turso", "sqlite"), 1000, 0.27, 30), SAMPLES)  # 4 consumers: 0.27x of one
+    published = {"throughput": {"turso": {"c1_b1": 100.0, "c4_b1": 96.0, "c1_b50": 3700.0, "c4_b50": 3900.0}}}
+    table, _ = drain.versus_published(drain.summarize(ours), published, {"turso": "sqlite"})
+    rows = {r["ratio"]: r for r in table.rows}
+    assert rows["4 / 1 consumers, batch 1"]["our design here"].startswith("0.27× differ")
+    assert rows["batch 50 / 1, 1 consumer"]["our design here"].startswith("30× agree")
+    assert drain.headline(drain.summarize(ours))[0]["answer"] == "no, slower, for turso/sqlite"

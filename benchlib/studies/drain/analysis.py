@@ -131,13 +131,11 @@ def headline(summary: pl.DataFrame) -> list[dict[str, str]]:
     rows = []
     with_c = [x for x in lv if x["consumer_ratio"] is not None]
     if with_c:
-        scaling = [x for x in with_c if x["consumer_ratio"] >= SCALES]
-        flat = [x for x in with_c if x["consumer_ratio"] < SCALES]
         answer = []
-        if scaling:
-            answer.append("yes for " + ", ".join(x["system"] for x in scaling))
-        if flat:
-            answer.append("no for " + ", ".join(x["system"] for x in flat))
+        for verdict, says in (("helps", "yes for "), ("neutral", "no for "), ("hurts", "no, slower, for ")):
+            systems = [x["system"] for x in with_c if lever(x["consumer_ratio"]) == verdict]
+            if systems:
+                answer.append(says + ", ".join(systems))
         rows.append({
             "question": "Does adding consumers drain a backlog faster?",
             "answer": "; ".join(answer),
@@ -205,10 +203,15 @@ def _ours(summary: pl.DataFrame, backend: str, queue: str, cell: tuple[int, int]
     return hit["throughput_mean"][0] if hit.height else None
 
 
+def lever(r: float) -> str:
+    """What a ratio says a lever does: helps (>= SCALES), hurts (<= 1 / SCALES) or neither."""
+    return "helps" if r >= SCALES else "hurts" if r <= 1 / SCALES else "neutral"
+
+
 def _agreement(theirs: float, ours: float | None) -> str:
     if ours is None:
         return "not measured here"
-    same = (theirs >= SCALES) == (ours >= SCALES)
+    same = lever(theirs) == lever(ours)
     return ("agree" if same else "differ") + f" ({ours / theirs:.2f}× theirs)"
 
 
@@ -218,8 +221,8 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
 
     Ratios, not jobs/s: the two runs differ in machine, client language and server
     setup, so absolute rates do not carry over; what a lever does (how much a bigger
-    batch or more consumers multiply throughput) can. Two ratios "agree" when both say
-    the lever helps (>= SCALES) or both say it does not.
+    batch or more consumers multiply throughput) can. Two ratios "agree" when they put
+    the lever in the same class (`lever`): helps, hurts, or neither.
     """
     rows, notes = [], []
     for backend, corners in published["throughput"].items():

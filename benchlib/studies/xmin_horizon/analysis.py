@@ -67,16 +67,20 @@ def rotation_verdict(baseline: dict[str, Any], held: dict[str, Any]) -> str | No
     """'stalled', 'rotating' or 'too short to tell' for the log design; None for others.
 
     Stalled: the held phase went at least twice the baseline's longest gap without a
-    switch. Rotating: it switched during the held phase and its longest gap stayed
-    under that. Too short to tell: the baseline had fewer than two switches (no gap to
-    compare with), or the held phase is shorter than a stall would have to be.
+    switch, or one of its children grew to at least twice the baseline's biggest (at a
+    fixed rate a child's size counts the switches it missed; a stall that begins late
+    in a short phase is cut off by the phase's end before its gap doubles, not before
+    its child does). Rotating: it switched during the held phase and neither grew that
+    far. Too short to tell: the baseline had fewer than two switches (no gap to compare
+    with), or the held phase is shorter than a stall would have to be.
     """
     b, h = baseline.get("rotation_stall_s"), held.get("rotation_stall_s")
     if b is None or h is None:
         return None
     if (baseline.get("rotations") or 0) < 2 or (held.get("duration_s") or 0) < 2 * b:
         return "too short to tell"
-    if h >= 2 * b:
+    child_b, child_h = baseline.get("max_child_rows") or 0, held.get("max_child_rows") or 0
+    if h >= 2 * b or (child_b and child_h >= 2 * child_b):
         return "stalled"
     return "rotating" if (held.get("rotations") or 0) >= 1 else "too short to tell"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 import time
@@ -129,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        # An interrupted notebook client may leave a task whose kernel the sweep has just
+        # stopped; asyncio would report its DeadKernelError at exit. That is the interrupt
+        # itself, not news: the line below says what happened.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
         print("interrupted: finished cells are kept in the resume cache; rerun to resume", file=sys.stderr)
         return 130
     return 0

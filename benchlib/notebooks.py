@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,13 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 BUILD_DIR = REPO_ROOT / "build" / "notebooks"
 RUN_OPTIONS = ("data_dir", "force", "profile")  # notebook parameters that are not study Params
 SHUTDOWN_GRACE_S = 30  # how long an interrupted kernel may take to stop its servers
+
+# nbclient logs through papermill's logger, which has no handler, so Python's last-resort
+# handler would print its errors on the terminal, e.g. "Kernel died while waiting for
+# execute reply." when the sweep stops a kernel it has interrupted. What matters reaches
+# the user anyway: a failed cell as a BenchError naming it, an interrupt as one line,
+# and the kernel's own output in its log file beside the executed notebook.
+logging.getLogger("papermill").addHandler(logging.NullHandler())
 
 
 def notebook_for(study: str) -> Path:

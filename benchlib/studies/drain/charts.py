@@ -55,11 +55,15 @@ def latency_vs_consumers(df: pl.DataFrame) -> alt.FacetChart:
         title="p95 dequeue and ack latency vs consumers (mean ± sd of the samples' p95)")
 
 
-def scaling_fits_chart(df: pl.DataFrame) -> alt.FacetChart:
-    """The measured samples (points) and the fitted USL curve (line) per system and batch size."""
+def scaling_fits_chart(df: pl.DataFrame, fits: list[dict] | None = None) -> alt.FacetChart:
+    """The measured samples (points) and the fitted USL curve (line) per system and batch size.
+
+    `fits`: analysis.scaling_fits(df) when the caller has them already (the report does).
+    Not in CHARTS: the report shows it in its own section, beside the fits' table.
+    """
     points = _rows(df).select("system", "batch_size", "consumers", "throughput_jobs_s")
     curves = []
-    for x in scaling_fits(df):
+    for x in scaling_fits(df) if fits is None else fits:
         n = np.linspace(1, x["max_consumers"], 40)
         curves.append(pl.DataFrame({"system": x["system"], "batch_size": x["batch_size"], "consumers": n,
                                     "fitted_jobs_s": x["fit"].predict(n)}))
@@ -85,5 +89,4 @@ CHARTS = {
     "throughput_vs_consumers": throughput_vs_consumers,
     "throughput_vs_batch": throughput_vs_batch,
     "latency_p95_vs_consumers": latency_vs_consumers,
-    "scaling_fits": scaling_fits_chart,
 }

@@ -32,7 +32,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         for name, about in (m.get("systems") or {}).items():  # older manifests kept the summary only
             systems[name] = about if isinstance(about, dict) else {"summary": about, "version": "not recorded"}
     return {
-        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items() if name != "scaling_fits"],
+        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
         "systems": systems,
         "side_by_side": {b: t.markdown() for b, t in analysis.side_by_side(summary).items()},
         "versus": versus.markdown(),
@@ -40,7 +40,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "published": published,
         "table": analysis.table(summary).markdown(),
         "findings": analysis.findings(summary, fsync),
-        "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df)),
+        "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df, fits)),
                     "table": analysis.scaling_table(fits).markdown(),
                     "findings": analysis.scaling_findings(fits, cores)},
         "headline": analysis.headline(summary),

@@ -11,7 +11,7 @@ PROFILE ?= standard
 # FORCE=1 reruns cells that data/ already holds for the same code on this machine
 FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
 
-.PHONY: help setup report test lab lock clean
+.PHONY: help setup pgqrs-full report test lab lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,7 +23,11 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m benchlib.wheels install
 	@touch $@
+
+pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rust; a long compile, cached once)
+	$(PY) -m benchlib.wheels build
 
 report: setup ## run every study for PROFILE (papermill), then render its figures and report
 	$(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG)

@@ -158,6 +158,9 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
     keys, codes, reused = [], set(), 0
     company: dict[str, dict] = {}  # per measured cell: who else used the machine meanwhile
     state: dict[str, Any] = {}
+    # the systems' exact versions are part of every key: another release (or another build,
+    # such as pgqrs's `+full`) of a library is never served from cells measured with this one
+    systems = study.systems(params)
     async with be.open(plan) as target:
         server = await target.describe()
         with bar(sum(c.steps for c in cells), f"{study.STUDY} {stem}", progress) as pbar:
@@ -166,7 +169,8 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                     code = code_version(*cell.code)
                     key = cell_key(study=study.STUDY, cell=cell.parts, common=common, code=code,
                                    machine={k: host.get(k) for k in MACHINE_KEY},
-                                   server={k: server[k] for k in ("kind", "version", "settings_requested")})
+                                   server={k: server[k] for k in ("kind", "version", "settings_requested")},
+                                   systems=systems)
                     keys.append(key)
                     codes.add(code)
                     cached = None if (force or store is None) else {t: store.cached(key, stem, t) for t in study.TABLES}
@@ -208,7 +212,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
         "params": asdict(params), "cells": keys, "cells_reused": reused, "code_versions": sorted(codes),
         "git": git_info(), "packages": package_versions(),
         "machine": host | {"fsync_per_s": fsync}, "company": cpu.stop(), "company_per_cell": company,
-        "server": server, "systems": study.systems(params),
+        "server": server, "systems": systems,
     }
     result = Run(tables, manifest)
     if store is not None:

@@ -16,10 +16,12 @@ from typing import Any
 
 from benchlib.errors import BenchError
 from benchlib.provision import postgres as _pg
+from benchlib.provision import s3 as _s3
 from benchlib.provision.postgres import PgServer, redact
+from benchlib.provision.s3 import S3Target, s3
 from benchlib.provision.sqlite import SqliteConn, SqliteTarget, check_engine, check_pragmas, sqlite
 
-Target = PgServer | SqliteTarget
+Target = PgServer | SqliteTarget | S3Target
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ BACKENDS: dict[str, Backend] = {
     "postgres": Backend("postgres", _pg.preflight, _pg.postgres),
     "sqlite": Backend("sqlite", _file_preflight("sqlite"), lambda plan: sqlite(plan.settings, plan.backend)),
     "turso": Backend("turso", _file_preflight("turso"), lambda plan: sqlite(plan.settings, plan.backend)),
+    "s3": Backend("s3", _s3.preflight, s3),
 }
 
 
@@ -69,5 +72,5 @@ async def open_backend(name: str, *, settings: Mapping[str, Any] | None = None, 
         yield target
 
 
-__all__ = ["BACKENDS", "Backend", "PgServer", "SqliteConn", "SqliteTarget", "Target", "backend", "open_backend",
+__all__ = ["BACKENDS", "Backend", "PgServer", "S3Target", "SqliteConn", "SqliteTarget", "Target", "backend", "open_backend",
            "redact", "sqlite"]

@@ -19,6 +19,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import difflib
 import hashlib
@@ -33,11 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from benchlib import tempdirs
 from benchlib.errors import BenchError
 from benchlib.provision.binaries import ServerBinaries
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
 _LIVE: set[LocalCluster] = set()
 SERVER_ACCOUNT = "postgres"
@@ -49,6 +53,13 @@ HBA = "# benchlib throwaway cluster: unix socket only, in a 0700 directory\nloca
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGQUIT)
+
+
+def _is_postgres(p: psutil.Process) -> bool:
+    try:
+        return p.name() == "postgres"
+    except psutil.Error:
+        return False
 
 
 def server_user() -> pwd.struct_passwd | None:
@@ -243,7 +254,8 @@ class LocalCluster:
                 raise BenchError(f"postgres exited during start-up: {self.log_tail()}")
             try:
                 lines = pidfile.read_text().splitlines()
-                if len(lines) >= 8 and lines[7].strip() == "ready":
+                # the pid line too: after a crash the old file still says "ready" until ours replaces it
+                if len(lines) >= 8 and lines[0].strip() == str(self.proc.pid) and lines[7].strip() == "ready":
                     return
             except FileNotFoundError:
                 pass
@@ -271,6 +283,40 @@ class LocalCluster:
                 continue
             except ProcessLookupError:
                 return
+
+    def crash(self) -> None:
+        """Kill the postmaster and every backend with SIGKILL (an immediate crash: nothing
+        flushed, no shutdown checkpoint), and reap them all; the data directory stays for
+        `launch()`.
+
+        PostgreSQL puts each child in a session of its own, so no single signal reaches
+        them all: we SIGKILL the postmaster and each of its children (psutil), a few
+        microseconds apart. Once the postmaster is gone its children are handed to the
+        nearest subreaper, so we are one for the duration and reap them ourselves; left to
+        PID 1 they can stay zombies for a while (some init processes reap lazily), which
+        would look like an orphaned server.
+        """
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        try:
+            postmaster = psutil.Process(proc.pid)
+            family = [postmaster, *postmaster.children(recursive=True)]
+            for p in family:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.kill()
+            proc.wait()
+            others = {c.proc.pid for c in _LIVE if c.proc is not None}  # other clusters' postmasters
+            while orphans := [c for c in psutil.Process().children()
+                              if c.pid not in others and c.pid != proc.pid and _is_postgres(c)]:
+                for c in orphans:  # the backends, ours now; also one forked at the last instant
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        c.kill()
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(c.pid, 0)
+        finally:
+            _libc.prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
     def stop(self) -> None:
         """halt(), then remove the directory.

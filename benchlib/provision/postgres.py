@@ -107,6 +107,7 @@ class PgServer:
     source: str = ""
     not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
     backend: str = "postgres"
+    cluster: LocalCluster | None = field(default=None, repr=False)  # a server we started here
 
     @property
     def safe_dsn(self) -> str:
@@ -119,6 +120,18 @@ class PgServer:
 
     async def connect(self, **kwargs) -> asyncpg.Connection:
         return await asyncpg.connect(self.dsn, **kwargs)
+
+    def crash_and_restart(self, timeout: float = 120.0) -> None:
+        """SIGKILL the whole server at once, then start it again on the same data directory
+        (it runs crash recovery from the WAL before it accepts connections).
+
+        Only for a server we started: a user's own server (DSN) or a container is refused.
+        """
+        if self.cluster is None:
+            raise BenchError(f"cannot crash a {self.kind} server: the crash study needs a throwaway local cluster "
+                             "(unset BENCH_PG_DSN)")
+        self.cluster.crash()
+        self.cluster.launch(timeout)
 
     def database(self, name: str) -> PgServer:
         """The same server, connecting to database `name` (URL-style DSNs)."""
@@ -245,7 +258,7 @@ async def postgres(plan: Plan | None = None) -> AsyncIterator[PgServer]:
             # signal is tied to the thread that forks the server.
             cluster.start()
             yield PgServer(dsn=cluster.dsn, kind="local", settings=plan.settings, binaries=cluster.binaries,
-                           source=plan.source)
+                           source=plan.source, cluster=cluster)
         finally:
             cluster.stop()
     else:

@@ -9,12 +9,21 @@ schema of their own, so a fresh sample (and cleanup on a user's server) is one
 DROP SCHEMA. The enqueue rate limit is switched off: its defaults refuse batches
 over 50, which would make the prefill, not the queue, the subject.
 
-Only the PostgreSQL store is compiled into the PyPI wheel: on another backend
-`connect` fails with pgqrs's own error, which the study records as the reason.
+On S3 (`s3://bucket/key.sqlite`: the queue is one SQLite file kept as one object,
+each write published with a conditional PUT before it returns, pgqrs's `Durable`
+mode) all consumers share one store, as in pgqrs's own harness: the store declares
+itself single-process, and separate stores would each hold a private copy of the file
+and overwrite each other's writes (pgqrs refuses them as conflicts). Each sample gets
+a fresh object, the S3 counterpart of dropping the schema.
+
+The PyPI wheel has only the PostgreSQL store: on another backend `connect` fails with
+pgqrs's own error, which the study records as the reason. `make pgqrs-full` builds the
+same release with all its stores (benchlib/wheels.py).
 """
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,9 +31,12 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pgqrs
 
+from benchlib.errors import BenchError
 from benchlib.queues.base import run_sql
 
 QUEUE = "benchlib_drain"
+NOT_BUILT = ("the PyPI wheel of pgqrs has its PostgreSQL store only: `make pgqrs-full` builds the same release "
+             "with its SQLite, Turso and S3 stores")
 SCHEMA = "benchlib_pgqrs"
 
 
@@ -43,6 +55,27 @@ def url(target: Any) -> str:
     return f"{target.backend}://{target.path}"  # sqlite:///..., turso:///...: absolute paths
 
 
+async def _connect_s3(target: Any) -> tuple[Any, Any]:
+    """A store on a fresh object of the S3 target. object_store reads the endpoint and
+    credentials from the environment when the store is built; they are set for that
+    moment only, so nothing else in this process is pointed at our emulator."""
+    dsn, cache = target.fresh_object(QUEUE)
+    config = pgqrs.Config(dsn, max_connections=1)
+    config.max_enqueue_per_second = None
+    config.max_enqueue_burst = None
+    config.s3_cache_dir = str(cache)
+    saved = {k: os.environ.get(k) for k in target.env()}
+    os.environ.update(target.env())
+    try:
+        return config, await pgqrs.connect_with(config)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class Client:
     """One worker's pgqrs store (a pool of one connection) and, once asked, its producer or consumer."""
 
@@ -58,7 +91,7 @@ class Client:
 
 class Pgqrs:
     name = "pgqrs"
-    backends = ("postgres", "sqlite", "turso")
+    backends = ("postgres", "sqlite", "turso", "s3")
     kind = "pull"
     package = "pgqrs"
     summary = "pgqrs's Python API: producer enqueue_batch; consumer.dequeue(batch_size=n); archive_many(ids)"
@@ -66,11 +99,31 @@ class Pgqrs:
     control_tables = ("pgqrs_queues", "pgqrs_workers", "pgqrs_workflows", "pgqrs_workflow_runs",
                       "pgqrs_workflow_steps", "_sqlx_migrations")
 
-    async def connect(self, target: Any, role: str = "admin") -> Client:
+    def __init__(self) -> None:
+        self._s3: tuple[Any, Any, Any] | None = None  # (target, config, store) every S3 client shares
+
+    async def _store(self, target: Any, fresh: bool = False) -> tuple[Any, Any]:
+        try:
+            return await self._open(target, fresh)
+        except Exception as err:
+            if "is not enabled" in str(err):  # pgqrs's own words for a store left out of the build
+                raise BenchError(f"{err}: {NOT_BUILT}") from None
+            raise
+
+    async def _open(self, target: Any, fresh: bool) -> tuple[Any, Any]:
+        if target.backend == "s3":
+            if not hasattr(pgqrs, "as_s3"):
+                raise BenchError(f"S3 backend is not enabled: {NOT_BUILT}")
+            if fresh or self._s3 is None or self._s3[0] is not target:
+                self._s3 = (target, *await _connect_s3(target))
+            return self._s3[1], self._s3[2]
         config = pgqrs.Config(url(target), schema=SCHEMA, max_connections=1)
         config.max_enqueue_per_second = None
         config.max_enqueue_burst = None
-        client = Client(target, config, await pgqrs.connect_with(config))
+        return config, await pgqrs.connect_with(config)
+
+    async def connect(self, target: Any, role: str = "admin") -> Client:
+        client = Client(target, *await self._store(target))
         if role == "consumer":  # registered before the clock starts, not in the first timed dequeue
             client.consumer = await client.store.consumer(QUEUE)
         return client
@@ -81,6 +134,8 @@ class Pgqrs:
 
     async def install(self, client: Client) -> None:
         await self.uninstall(client)
+        if client.target.backend == "s3":
+            client.config, client.store = await self._store(client.target, fresh=True)
         if client.target.backend == "postgres":
             await run_sql(client.target, f"CREATE SCHEMA {SCHEMA}")
             # the store's connection caches plans of the tables just dropped: reopen it

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pgqrs
 import polars as pl
 import pytest
 
@@ -144,15 +145,33 @@ async def test_on_a_users_server_the_study_leaves_nothing_behind(queue, pg_db, t
         await conn.close()
 
 
+FULL_PGQRS = hasattr(pgqrs, "as_s3")  # built by `make pgqrs-full` (benchlib/wheels.py): every store
+
+
+@pytest.mark.skipif(FULL_PGQRS, reason="this pgqrs build has its SQLite store (make pgqrs-full)")
 async def test_a_system_that_cannot_run_on_a_backend_leaves_its_reason(tmp_path):
     """pgqrs's PyPI wheel carries only its PostgreSQL store: on SQLite every sample is a
-    row with pgqrs's own reason, and the run itself completes and publishes."""
+    row with pgqrs's own reason and the way to fix it, and the run completes and publishes."""
     run = await drain.run(drain.Params(backend="sqlite", queue="pgqrs", consumers=[1, 2], batch_sizes=[10],
                                        prefill=20, samples=1, warmup=0), data_dir=tmp_path, progress=False)
     assert run.samples.height == 2 and run.samples["error"].null_count() == 0
-    assert all("not enabled" in e for e in run.samples["error"])
+    assert all("not enabled" in e and "make pgqrs-full" in e for e in run.samples["error"])
     assert run.manifest["systems"]["pgqrs"]["version"].startswith("pgqrs ")
     assert run.published is not None
+
+
+@pytest.mark.skipif(not FULL_PGQRS, reason="pgqrs from PyPI has its PostgreSQL store only: make pgqrs-full")
+@pytest.mark.parametrize("backend", ["sqlite", "turso", "s3"])
+async def test_pgqrs_drains_on_each_of_its_own_stores(backend):
+    """With every store built in, pgqrs drains a backlog on SQLite, Turso and S3 (one shared
+    store over our latency proxy) without losing or repeating a job."""
+    settings = {"latency_ms": "5"} if backend == "s3" else {}
+    run = await drain.run(drain.Params(backend=backend, queue="pgqrs", consumers=[1, 2], batch_sizes=[5],
+                                       prefill=30, samples=1, warmup=0, settings=settings), progress=False)
+    assert run.samples["error"].is_null().all(), run.samples["error"].to_list()
+    assert (run.samples["enqueued"] == 30).all() and (run.samples["lost"] == 0).all()
+    assert (run.samples["duplicates"] == 0).all()
+    assert run.manifest["systems"]["pgqrs"]["version"].endswith("+full")
 
 
 def test_queue_registry_is_the_only_lookup():

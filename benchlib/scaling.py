@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from benchlib.tables import fmt
+
 PARAMETERS = ("lambda", "sigma", "kappa")
 POOR_RESIDUAL = 0.10  # relative RMS residual above which the fit is called poor
 MIN_LEVELS = 3  # distinct concurrency levels a fit needs
@@ -105,3 +107,26 @@ def _quality(levels: int, dof: int, rms: float) -> str:
     if dof <= 0:
         return "no intervals"
     return "good"
+
+
+def _interval(ci: tuple[float, float] | None, digits: int) -> str:
+    return f"{ci[0]:.{digits}f} – {ci[1]:.{digits}f}" if ci else "–"
+
+
+def _peak(f: Fit) -> str:
+    """The predicted peak where the data show one (kappa's interval excludes 0)."""
+    if f.retrograde and f.peak_n is not None:
+        return f"{f.peak_n:.1f}"
+    return "none shown" if f.sigma < 1 else "flat or falling"
+
+
+def row(f: Fit, clients: str = "clients") -> dict[str, str]:
+    """A fit as a table row: coefficients with 95 % intervals, the predicted peak, the residual."""
+    return {
+        "λ jobs/s": fmt(f.lam),
+        "σ contention": f"{f.sigma:.3f}", "σ 95 %": _interval(f.ci["sigma"], 3),
+        "κ coherency": f"{f.kappa:.4f}", "κ 95 %": _interval(f.ci["kappa"], 4),
+        f"peak at {clients}": _peak(f),
+        "residual rms": f"{100 * f.rms_rel_residual:.1f}%",
+        "fit": f.quality,
+    }

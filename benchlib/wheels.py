@@ -1,4 +1,4 @@
-"""pgqrs with every store it has: the pinned release, built from its sdist with `--features full`.
+"""pgqrs with every store it has: the pinned release, built from its sdist with all its store features.
 
 PyPI's pgqrs wheel is built with the crate's default features, which compile in the
 PostgreSQL store only; its SQLite, Turso and S3 stores ("backend is not enabled") need
@@ -8,7 +8,7 @@ the Cargo features of the same name. `make pgqrs-full` runs `build` here:
 2. mark it `<version>+full`, a PEP 440 local version label: pip still accepts it for
    `pgqrs==<version>`, and the version benchlib records (manifests, cell keys) tells
    the two builds apart, so no cell measured with one is ever reused for the other;
-3. build it with maturin's own PEP 517 backend (`MATURIN_PEP517_ARGS="--features full
+3. build it with maturin's own PEP 517 backend (`MATURIN_PEP517_ARGS="--features postgres,sqlite,turso,s3
    --locked"`: the sdist's Cargo.lock, nothing re-resolved), which needs Rust (cargo);
 4. keep the wheel in ~/.cache/benchlib/wheels and install it into this environment.
 The compile takes a while once (about 480 crates; an hour on 2 busy cores); Cargo's
@@ -32,6 +32,9 @@ from benchlib.outputs import REPO_ROOT
 
 PACKAGE = "pgqrs"
 LABEL = "full"
+# the binding crate's own features: its `full` turns on the core crate's stores only, and the Python
+# S3 handle (as_s3, S3StoreHandle) sits behind the binding's `s3` feature
+FEATURES = "postgres,sqlite,turso,s3"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlib"
 
 
@@ -73,7 +76,7 @@ def build(version: str) -> Path:
     if n != 1:
         raise BenchError(f"{pyproject} does not declare version {version}: cannot label the build")
     pyproject.write_text(text)
-    env = {**os.environ, "MATURIN_PEP517_ARGS": "--features full --locked",
+    env = {**os.environ, "MATURIN_PEP517_ARGS": f"--features {FEATURES} --locked",
            "CARGO_TARGET_DIR": str(work / "cargo-target")}
     print(f"building {PACKAGE} {version} with all its stores (a long compile, once) ...", file=sys.stderr, flush=True)
     _pip("wheel", "--no-deps", "-w", str(CACHE / "wheels"), str(source), env=env)

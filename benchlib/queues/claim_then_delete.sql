@@ -40,3 +40,11 @@ RETURNING id, payload;
 -- name: ack
 DELETE FROM claim_then_delete_jobs
 WHERE id = ANY($1::bigint[]) AND state = 'running';
+
+-- name: present
+-- Crash accounting (the durability study): which of the ids a client saw acknowledged
+-- survived a crash, and which acked ones came back undone (an acked job is deleted).
+SELECT id FROM claim_then_delete_jobs WHERE id = ANY($1::bigint[]);
+
+-- name: undone
+SELECT id FROM claim_then_delete_jobs WHERE id = ANY($1::bigint[]);

@@ -3,18 +3,19 @@
 pgqrs (Rust core, PyPI `pgqrs`) is pull-shaped, so the harness drives it exactly as
 it drives our designs and times each call: `producer` + `enqueue_batch` for the
 prefill, `consumer.dequeue(batch_size=n)` and `consumer.archive_many(ids)` in the
-timed loop. Each consumer is a store of its own with a pool of one connection, the
-same one-connection-per-consumer shape as our designs; all pgqrs tables live in a
-schema of their own, so a fresh sample (and cleanup on a user's server) is one
-DROP SCHEMA. The enqueue rate limit is switched off: its defaults refuse batches
-over 50, which would make the prefill, not the queue, the subject.
+timed loop. The enqueue rate limit is switched off: its defaults refuse batches over
+50, which would make the prefill, not the queue, the subject.
 
-On S3 (`s3://bucket/key.sqlite`: the queue is one SQLite file kept as one object,
-each write published with a conditional PUT before it returns, pgqrs's `Durable`
-mode) all consumers share one store, as in pgqrs's own harness: the store declares
-itself single-process, and separate stores would each hold a private copy of the file
-and overwrite each other's writes (pgqrs refuses them as conflicts). Each sample gets
-a fresh object, the S3 counterpart of dropping the schema.
+On PostgreSQL each consumer is a store of its own with a pool of one connection, the
+same one-connection-per-consumer shape as our designs; all pgqrs tables live in a
+schema of their own, so a fresh sample (and cleanup on a user's server) is one DROP
+SCHEMA. pgqrs's SQLite, Turso and S3 stores declare themselves single-process: every
+consumer shares one store (with pgqrs's default pool), as in pgqrs's own harness.
+Separate stores on one Turso file fail to archive what they dequeued, and on S3 each
+would hold a private copy of the file and overwrite the others' writes. Each sample
+gets a fresh file, or on S3 a fresh object (`s3://bucket/key.sqlite`: the queue is one
+SQLite file kept as one object, each write published with a conditional PUT before it
+returns, pgqrs's `Durable` mode): the counterparts of dropping the schema.
 
 The PyPI wheel has only the PostgreSQL store: on another backend `connect` fails with
 pgqrs's own error, which the study records as the reason. `make pgqrs-full` builds the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -55,14 +57,25 @@ def url(target: Any) -> str:
     return f"{target.backend}://{target.path}"  # sqlite:///..., turso:///...: absolute paths
 
 
+def _config(dsn: str, **kwargs: Any) -> Any:
+    """pgqrs's config with its enqueue rate limit off: its defaults refuse batches over 50."""
+    config = pgqrs.Config(dsn, **kwargs)
+    config.max_enqueue_per_second = None
+    config.max_enqueue_burst = None
+    return config
+
+
+def _file_url(target: Any, path: Any) -> str:
+    """A SQLite / Turso URL that creates its file (sqlx opens an existing file only, by default)."""
+    return f"{target.backend}://{path}" + ("?mode=rwc" if target.backend == "sqlite" else "")
+
+
 async def _connect_s3(target: Any) -> tuple[Any, Any]:
     """A store on a fresh object of the S3 target. object_store reads the endpoint and
     credentials from the environment when the store is built; they are set for that
     moment only, so nothing else in this process is pointed at our emulator."""
     dsn, cache = target.fresh_object(QUEUE)
-    config = pgqrs.Config(dsn, max_connections=1)
-    config.max_enqueue_per_second = None
-    config.max_enqueue_burst = None
+    config = _config(dsn)
     config.s3_cache_dir = str(cache)
     saved = {k: os.environ.get(k) for k in target.env()}
     os.environ.update(target.env())
@@ -94,13 +107,16 @@ class Pgqrs:
     backends = ("postgres", "sqlite", "turso", "s3")
     kind = "pull"
     package = "pgqrs"
+    # jobs per enqueue_batch in a prefill: pgqrs's SQLite store binds every column of every
+    # message in one statement, and 5,000 messages exceed SQLite's 32,766 variables
+    enqueue_chunk = 1_000
     summary = "pgqrs's Python API: producer enqueue_batch; consumer.dequeue(batch_size=n); archive_many(ids)"
     # everything but pgqrs_messages is bookkeeping, reported apart (xmin study)
     control_tables = ("pgqrs_queues", "pgqrs_workers", "pgqrs_workflows", "pgqrs_workflow_runs",
                       "pgqrs_workflow_steps", "_sqlx_migrations")
 
     def __init__(self) -> None:
-        self._s3: tuple[Any, Any, Any] | None = None  # (target, config, store) every S3 client shares
+        self._shared: tuple[Any, Any, Any] | None = None  # (target, config, store) of a single-process store
 
     async def _store(self, target: Any, fresh: bool = False) -> tuple[Any, Any]:
         try:
@@ -111,16 +127,21 @@ class Pgqrs:
             raise
 
     async def _open(self, target: Any, fresh: bool) -> tuple[Any, Any]:
-        if target.backend == "s3":
-            if not hasattr(pgqrs, "as_s3"):
-                raise BenchError(f"S3 backend is not enabled: {NOT_BUILT}")
-            if fresh or self._s3 is None or self._s3[0] is not target:
-                self._s3 = (target, *await _connect_s3(target))
-            return self._s3[1], self._s3[2]
-        config = pgqrs.Config(url(target), schema=SCHEMA, max_connections=1)
-        config.max_enqueue_per_second = None
-        config.max_enqueue_burst = None
-        return config, await pgqrs.connect_with(config)
+        if target.backend == "postgres":  # a multi-process store: one per client, a pool of one connection
+            config = _config(url(target), schema=SCHEMA, max_connections=1)
+            return config, await pgqrs.connect_with(config)
+        # SQLite, Turso and S3 stores are single-process by design: every client of a sample
+        # shares one (pgqrs's own harness does the same), on a fresh file or object per install
+        if fresh or self._shared is None or self._shared[0] is not target:
+            if target.backend == "s3":
+                if not hasattr(pgqrs, "as_s3"):
+                    raise BenchError(f"S3 backend is not enabled: {NOT_BUILT}")
+                config, store = await _connect_s3(target)
+            else:
+                config = _config(_file_url(target, target.path.with_name(f"pgqrs-{uuid.uuid4().hex[:12]}.db")))
+                store = await pgqrs.connect_with(config)
+            self._shared = (target, config, store)
+        return self._shared[1], self._shared[2]
 
     async def connect(self, target: Any, role: str = "admin") -> Client:
         client = Client(target, *await self._store(target))
@@ -134,9 +155,11 @@ class Pgqrs:
 
     async def install(self, client: Client) -> None:
         await self.uninstall(client)
-        if client.target.backend == "s3":
+        if client.target.backend != "postgres":
+            # a fresh file (SQLite, Turso) or object (S3) per install: pgqrs has no call that
+            # drops its tables, and these are the counterparts of dropping its schema
             client.config, client.store = await self._store(client.target, fresh=True)
-        if client.target.backend == "postgres":
+        else:
             await run_sql(client.target, f"CREATE SCHEMA {SCHEMA}")
             # the store's connection caches plans of the tables just dropped: reopen it
             client.store = await pgqrs.connect_with(client.config)

@@ -43,3 +43,11 @@ RETURNING id, payload;
 UPDATE skip_locked_jobs
 SET state = 'done', done_at = clock_timestamp()
 WHERE id = ANY($1::bigint[]) AND state = 'claimed';
+
+-- name: present
+-- Crash accounting (the durability study): which of the ids a client saw acknowledged
+-- survived a crash, and which acked ones came back undone (acked = state 'done').
+SELECT id FROM skip_locked_jobs WHERE id = ANY($1::bigint[]);
+
+-- name: undone
+SELECT id FROM skip_locked_jobs WHERE id = ANY($1::bigint[]) AND state <> 'done';

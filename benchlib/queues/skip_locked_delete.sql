@@ -30,3 +30,11 @@ DELETE FROM skip_locked_delete_jobs j
 USING picked
 WHERE j.id = picked.id
 RETURNING j.id, j.payload;
+
+-- name: present
+-- Crash accounting (the durability study): which of the ids a client saw acknowledged
+-- survived a crash, and which acked ones came back undone (a claimed job is deleted).
+SELECT id FROM skip_locked_delete_jobs WHERE id = ANY($1::bigint[]);
+
+-- name: undone
+SELECT id FROM skip_locked_delete_jobs WHERE id = ANY($1::bigint[]);

@@ -2,7 +2,8 @@
 
 A design module names its statements in `<module>.sql` under `-- name:` headers:
 `uninstall`, `install`, `enqueue_many`, `settle` (optional `checkpoint`), `dequeue`
-and, unless the dequeue already finished the job, `ack`. This class runs them with
+and, unless the dequeue already finished the job, `ack`; `present` and `undone` let
+the durability study count, by id, what a crash took back. This class runs them with
 asyncpg and nothing else, so two designs differ only in their SQL.
 """
 from __future__ import annotations
@@ -53,3 +54,11 @@ class SqlQueue(OurDesign):
     async def ack(self, conn: asyncpg.Connection, ids: Sequence[int]) -> None:
         if "ack" in self.SQL:
             await conn.execute(self.SQL["ack"], ids)
+
+    async def present(self, conn: asyncpg.Connection, ids: Sequence[int]) -> set[int]:
+        """Which of `ids` exist (a job enqueued and acknowledged to the client must)."""
+        return {r[0] for r in await conn.fetch(self.SQL["present"], list(ids))}
+
+    async def undone(self, conn: asyncpg.Connection, ids: Sequence[int]) -> set[int]:
+        """Which of `ids`, acked to the client, are back in the queue as not done."""
+        return {r[0] for r in await conn.fetch(self.SQL["undone"], list(ids))}

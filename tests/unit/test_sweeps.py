@@ -18,7 +18,7 @@ def test_every_profile_is_valid_and_matches_the_notebook(study, profile, tmp_pat
     jobs = sweep.plan(profile, [study], data_dir=tmp_path)
     assert jobs and all(j.out.suffix == ".ipynb" and "build" in j.out.parts for j in jobs)
     if study == "drain":
-        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso"}
+        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso", "s3"}
         systems = {j.parameters["queue"] for j in jobs}
         assert {"skip_locked", "pgmq", "pgqrs", "procrastinate", "pgqueuer", "sqlite"} <= systems
 
@@ -49,10 +49,13 @@ def test_standard_profile_is_the_method_sweep():
     assert all(r["consumers"] == [1, 2, 4] and r["batch_sizes"] == [1, 10, 50] for r in runs)
     assert all(r["samples"] >= 3 and r["warmup"] == 1 for r in runs)
     # our reference designs on their own backends drain the METHOD's 50,000 jobs; the
-    # slower systems a stated smaller backlog, never below 1,000
+    # slower systems a stated smaller backlog, never below 1,000; S3 (~7 jobs/s at batch 1
+    # over 60 ms of latency) 100, the size METHOD.md states (the reference: 500)
     ours = {(r["backend"], r["queue"]) for r in runs if r["prefill"] == 50_000}
     assert {("postgres", "skip_locked"), ("sqlite", "sqlite")} <= ours
-    assert all(r["prefill"] >= 1_000 for r in runs)
+    assert all(r["prefill"] >= 1_000 for r in runs if r["backend"] != "s3")
+    s3 = [r for r in runs if r["backend"] == "s3"]
+    assert [(r["queue"], r["prefill"], r["settings"]) for r in s3] == [("pgqrs", 100, {"latency_ms": 60})]
 
 
 def test_unknown_profile_and_study_are_one_line_errors():

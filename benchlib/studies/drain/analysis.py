@@ -259,31 +259,13 @@ def scaling_fits(df: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _interval(ci: tuple[float, float] | None, digits: int) -> str:
-    return f"{ci[0]:.{digits}f} – {ci[1]:.{digits}f}" if ci else "–"
-
-
-def _peak(f: scaling.Fit) -> str:
-    """The predicted peak where the data show one (kappa's interval excludes 0)."""
-    if f.retrograde and f.peak_n is not None:
-        return f"{f.peak_n:.1f}"
-    return "none shown" if f.sigma < 1 else "flat or falling"
-
-
 def scaling_table(fits: list[dict[str, Any]]) -> Table:
     """Per fitted curve: the coefficients with 95 % intervals, the predicted peak, the residual."""
     if not fits:
         return Table([{"scaling-law fit": f"nothing to fit: a curve needs {scaling.MIN_LEVELS} consumer counts "
                                           "or more"}])
-    return Table([{
-        "system": x["system"], "batch": str(x["batch_size"]),
-        "λ jobs/s": fmt(x["fit"].lam),
-        "σ contention": f"{x['fit'].sigma:.3f}", "σ 95 %": _interval(x["fit"].ci["sigma"], 3),
-        "κ coherency": f"{x['fit'].kappa:.4f}", "κ 95 %": _interval(x["fit"].ci["kappa"], 4),
-        "peak at consumers": _peak(x["fit"]),
-        "residual rms": f"{100 * x['fit'].rms_rel_residual:.1f}%",
-        "fit": x["fit"].quality,
-    } for x in fits])
+    return Table([{"system": x["system"], "batch": str(x["batch_size"]), **scaling.row(x["fit"], "consumers")}
+                  for x in fits])
 
 
 def scaling_findings(fits: list[dict[str, Any]], cores: int | None) -> list[str]:

@@ -184,12 +184,13 @@ def _payloads(n: int) -> list[str]:
     return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(n)]
 
 
-async def _enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int) -> list[int]:
-    """Enqueue n jobs in chunks of PREFILL_CHUNK; returns the ids the system gave them."""
+async def _enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = PREFILL_CHUNK) -> list[int]:
+    """Enqueue n jobs in chunks (PREFILL_CHUNK, or less where a system says so: its
+    `enqueue_chunk`); returns the ids the system gave them."""
     ids: list[int] = []
     payloads = _payloads(n)
-    for i in range(0, n, PREFILL_CHUNK):
-        ids += await enqueue_many(payloads[i:i + PREFILL_CHUNK])
+    for i in range(0, n, chunk):
+        ids += await enqueue_many(payloads[i:i + chunk])
     return ids
 
 
@@ -197,7 +198,8 @@ async def _prefill(target: Any, queue: queues.PullQueue, n: int) -> list[int]:
     conn = await queue.connect(target)
     try:
         await queue.install(conn)
-        ids = await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n)
+        ids = await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n,
+                                 getattr(queue, "enqueue_chunk", PREFILL_CHUNK))
         await queue.settle(conn)
         return ids
     finally:
@@ -248,7 +250,7 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
     """One sample of a worker system: fresh install, prefill, timed work, accounting."""
     async with system.session(target) as session:
         await session.install()
-        enqueued = await _enqueue_all(session.enqueue_many, prefill)
+        enqueued = await _enqueue_all(session.enqueue_many, prefill, getattr(system, "enqueue_chunk", PREFILL_CHUNK))
         shared = _Shared(total=len(set(enqueued)))
         ids, times = array("q"), array("q")
         stop = asyncio.Event()

@@ -1,0 +1,328 @@
+"""The durability study: what commit settings buy in throughput, and what they cost in a crash.
+
+One run is one server configuration (CONFIGS), on a fresh server of its own, so no
+setting leaks from one configuration into the next. In it (METHOD.md, "durability"):
+
+- **throughput cells** (queue x jobs x concurrency): the reference benchmark's tight
+  loop, fetch one job and mark it done with no work in between, C connections over a
+  backlog of N jobs. That is exactly the drain study's sample at batch 1, so it *is*
+  `drain_once` (one accounting: every id counted, lost and duplicates included).
+- **crash cells** (queue x mode), after every throughput cell: clients run flat out,
+  `enqueue` (each job its own INSERT, its id recorded once the commit returns) or
+  `ack` (dequeue 1 + ack over a prefilled backlog, the id recorded once the ack
+  returns); at a random moment the whole server is SIGKILLed at once (postmaster and
+  every backend, provision.LocalCluster.crash) and started again on the same data
+  directory. Then, by id: jobs whose enqueue was acknowledged and that are gone
+  (`enqueue`), or jobs whose ack was acknowledged and that came back undone (`ack`),
+  and how many milliseconds of acknowledged work that was.
+
+An operating-system crash or a power cut also loses the kernel's unwritten pages;
+killing processes cannot show that, and this study does not claim to.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from benchlib import params as check
+from benchlib import queues
+from benchlib.errors import BenchError, failure_reason
+from benchlib.measure import now_ns
+from benchlib.results import Schema, utc_now
+from benchlib.runner import Cell, Rows
+from benchlib.studies.drain.measure import drain_once
+
+STUDY = "durability"
+AXES = ("queues", "concurrency", "jobs", "crash_modes")
+# The reference's configurations (a published Rust SKIP LOCKED benchmark), plus one of ours:
+# group commit. With commit_delay a committing backend waits up to that many microseconds
+# for others to join its WAL flush, when at least commit_siblings other transactions are
+# open; PostgreSQL's documentation suggests about half of one flush's time (pg_test_fsync)
+# as a start. 200 us is that for a disk of about 2,500 flushes/s; on a faster disk it
+# over-waits, which is the question: can grouping flushes buy async's speed back while
+# every acknowledged commit stays durable?
+CONFIGS: dict[str, dict[str, str]] = {
+    "default": {},
+    "tuned": {"shared_buffers": "256MB", "work_mem": "8MB", "max_connections": "200"},
+    "async_commit": {"synchronous_commit": "off", "max_connections": "200"},
+    "group_commit": {"commit_delay": "200", "commit_siblings": "2", "max_connections": "200"},
+}
+CRASH_MODES = ("enqueue", "ack")
+CRASH_STATEMENTS = ("present", "undone")  # what a design's .sql needs for crash accounting
+
+
+@dataclass(frozen=True)
+class Params:
+    config: str = "default"
+    queues: tuple[str, ...] = ("skip_locked",)
+    concurrency: tuple[int, ...] = (1, 2, 4, 8, 16)
+    jobs: tuple[int, ...] = (2_000,)
+    samples: int = 3
+    warmup: int = 1
+    warmup_jobs: int = 2_000  # jobs in the discarded warm-up sample (at most the cell's)
+    crashes: int = 10  # per crash mode
+    crash_modes: tuple[str, ...] = CRASH_MODES
+    crash_clients: int = 4
+    crash_after_s: tuple[float, float] = (0.5, 2.0)  # the crash moment, uniform in this window
+    crash_backlog: int = 30_000  # ack mode: jobs waiting when the consumers start
+    seed: int = 20261123  # the crash moments are drawn from this seed: a rerun crashes at the same moments
+    idle_timeout_s: float = 10.0
+    pg_major: int | None = None
+
+    def __post_init__(self) -> None:
+        lo, hi = (check.positive_float("crash_after_s", v) for v in self.crash_after_s)
+        if lo > hi:
+            raise BenchError(f"crash_after_s is a window (from, to) with from <= to, got {self.crash_after_s}")
+        fixed = {
+            "config": check.one_of("config", self.config, CONFIGS),
+            "queues": check.names("queues", self.queues, queues.designs_on("postgres", kind="pull")),
+            "concurrency": check.positive_ints("concurrency", self.concurrency),
+            "jobs": check.positive_ints("jobs", self.jobs),
+            "samples": check.positive_int("samples", self.samples),
+            "warmup": check.non_negative_int("warmup", self.warmup),
+            "warmup_jobs": check.positive_int("warmup_jobs", self.warmup_jobs),
+            "crashes": check.non_negative_int("crashes", self.crashes),
+            "crash_modes": check.names("crash_modes", self.crash_modes, CRASH_MODES) if self.crash_modes else (),
+            "crash_clients": check.positive_int("crash_clients", self.crash_clients),
+            "crash_after_s": (lo, hi),
+            "crash_backlog": check.positive_int("crash_backlog", self.crash_backlog),
+            "seed": check.non_negative_int("seed", self.seed),
+            "idle_timeout_s": check.positive_float("idle_timeout_s", self.idle_timeout_s),
+            "pg_major": check.pg_major(self.pg_major),
+        }
+        for name, value in fixed.items():
+            object.__setattr__(self, name, value)
+
+
+SAMPLES: Schema = {
+    "config": (pl.String, "server configuration (CONFIGS): default, tuned, async_commit, group_commit"),
+    "queue": (pl.String, "system under test, from the registry (queues.QUEUES)"),
+    "jobs": (pl.Int64, "backlog the clients empty (warm-up: min(jobs, warmup_jobs))"),
+    "concurrency": (pl.Int64, "clients, each its own connection, each looping dequeue 1 -> ack"),
+    "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
+    "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
+    "elapsed_s": (pl.Float64, "all clients ready -> last ack"),
+    "throughput_jobs_s": (pl.Float64, "distinct jobs done / elapsed_s"),
+    "dequeue_p50_ms": (pl.Float64, "exact percentile over every dequeue of the sample"),
+    "dequeue_p95_ms": (pl.Float64, ""),
+    "ack_p50_ms": (pl.Float64, "exact percentile over every ack of the sample"),
+    "ack_p95_ms": (pl.Float64, ""),
+    "enqueued": (pl.Int64, "distinct job ids the prefill returned"),
+    "lost": (pl.Int64, "enqueued - distinct processed"),
+    "duplicates": (pl.Int64, "processed - distinct processed"),
+    "error": (pl.String, "why the sample failed (null when it did not)"),
+    "cell_key": (pl.String, "resume key of the cell (parameters + code + machine)"),
+    "run_id": (pl.String, "the run that measured this row"),
+    "started_at": (pl.String, "UTC time the sample started"),
+}
+
+CRASHES: Schema = {
+    "config": (pl.String, "server configuration (CONFIGS)"),
+    "queue": (pl.String, "system under test"),
+    "mode": (pl.String, "enqueue: producers insert, one job per commit | ack: consumers dequeue 1 and ack"),
+    "crash": (pl.Int64, "0-based crash index within the cell"),
+    "clients": (pl.Int64, "producers or consumers running flat out when the server was killed"),
+    "crash_after_s": (pl.Float64, "when the server was killed, after the clients started (drawn from the seed)"),
+    "acked": (pl.Int64, "distinct ids whose enqueue (or ack) the server had acknowledged to a client"),
+    "lost": (pl.Int64, "acknowledged ids missing after the restart (enqueue) or back undone (ack)"),
+    "lost_ms": (pl.Float64, "acknowledged work lost, in ms: the crash minus the first lost acknowledgement"),
+    "recovery_s": (pl.Float64, "restart on the same data directory until it accepts connections"),
+    "synchronous_commit": (pl.String, "as the server reported it"),
+    "wal_writer_delay": (pl.String, "as the server reported it: how often async commits are flushed"),
+    "error": (pl.String, "why the crash cycle failed (null when it did not)"),
+    "cell_key": (pl.String, "resume key of the cell"),
+    "run_id": (pl.String, "the run that measured this row"),
+    "started_at": (pl.String, "UTC time the cycle started"),
+}
+
+TABLES = {"samples": SAMPLES, "crashes": CRASHES}
+
+
+# --- the crash cycle -----------------------------------------------------------------
+
+async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_after_s: float, backlog: int,
+                     after_restart: Callable[[Any, list[int]], Any] | None = None) -> dict[str, Any]:
+    """One crash: clients flat out, SIGKILL at `crash_after_s`, restart, count by id.
+
+    `after_restart(conn, acked_ids)` runs on the recovered server before the count: the
+    tests inject a fault through it (delete acknowledged rows) to show the count sees it.
+    """
+    conn = await queue.connect(server)
+    try:
+        await queue.install(conn)
+        if mode == "ack":
+            payloads = [json.dumps({"seq": i}) for i in range(backlog)]
+            for i in range(0, backlog, 5_000):
+                await queue.enqueue_many(conn, payloads[i:i + 5_000])
+        await queue.settle(conn)
+    finally:
+        await conn.close()
+    acked: dict[int, int] = {}  # id -> when its acknowledgement reached the client (ns)
+    conns = await asyncio.gather(*(queue.connect(server, "consumer" if mode == "ack" else "admin")
+                                   for _ in range(clients)))
+
+    async def produce(c: Any, k: int) -> None:
+        seq = 0
+        while True:
+            seq += 1
+            ids = await queue.enqueue_many(c, [json.dumps({"client": k, "seq": seq})])
+            acked[ids[0]] = now_ns()
+
+    async def consume(c: Any, k: int) -> None:
+        while True:
+            jobs = await queue.dequeue(c, 1)
+            if not jobs:
+                await asyncio.sleep(0.001)
+                continue
+            await queue.ack(c, [jobs[0][0]])
+            acked[jobs[0][0]] = now_ns()
+
+    work = produce if mode == "enqueue" else consume
+    tasks = [asyncio.create_task(work(c, k)) for k, c in enumerate(conns)]
+    try:
+        await asyncio.sleep(crash_after_s)
+        crashed_ns = now_ns()
+        server.cluster.crash()  # synchronous: no client task runs between here and the kill
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for c in conns:  # their server is gone: drop the sockets, no goodbye
+            c.terminate() if hasattr(c, "terminate") else await c.close()
+    t0 = now_ns()
+    server.cluster.launch()  # crash recovery from the WAL, then ready
+    recovery_s = (now_ns() - t0) / 1e9
+    conn = await queue.connect(server)
+    try:
+        ids = list(acked)
+        if after_restart is not None:
+            await after_restart(conn, ids)
+        gone = (set(ids) - await queue.present(conn, ids)) if mode == "enqueue" else await queue.undone(conn, ids)
+        settings = {r[0]: r[1] for r in await conn.fetch(
+            "SELECT name, setting || coalesce(unit, '') FROM pg_settings "
+            "WHERE name IN ('synchronous_commit', 'wal_writer_delay')")}
+    finally:
+        await conn.close()
+    return {
+        "acked": len(ids),
+        "lost": len(gone),
+        "lost_ms": (crashed_ns - min(acked[i] for i in gone)) / 1e6 if gone else 0.0,
+        "recovery_s": recovery_s,
+        "synchronous_commit": settings.get("synchronous_commit"),
+        "wal_writer_delay": settings.get("wal_writer_delay"),
+    }
+
+
+def crash_moments(p: Params, queue: str, mode: str) -> list[float]:
+    """The crash moments of one cell, drawn from the seed (the same cell crashes at the same moments)."""
+    rng = random.Random(f"{p.seed}/{queue}/{mode}")
+    return [round(rng.uniform(*p.crash_after_s), 3) for _ in range(p.crashes)]
+
+
+# --- what the runner needs (runner.Study) ---------------------------------------------
+
+def stem(p: Params) -> str:
+    return p.config
+
+
+def backend(p: Params) -> str:
+    return "postgres"
+
+
+def settings(p: Params) -> dict[str, str]:
+    return dict(CONFIGS[p.config])
+
+
+def connections(p: Params) -> int:
+    return max(*p.concurrency, p.crash_clients) + 2
+
+
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {q: queues.describe(q) for q in p.queues}
+
+
+def crash_support(queue: str) -> str | None:
+    """Why `queue` cannot take part in the crash cells (None: it can)."""
+    sql = getattr(queues.QUEUES[queue], "SQL", {})
+    if all(s in sql for s in CRASH_STATEMENTS):
+        return None
+    return (f"{queue} has no crash accounting yet: a design needs `present` and `undone` statements "
+            "(queues/sql_queue.py) to be counted by id after a crash")
+
+
+def cells(p: Params) -> list[Cell]:
+    out = []
+    for q in p.queues:
+        code = (__file__, *queues.code_files(q))
+        out += [Cell({"queue": q, "jobs": n, "concurrency": c}, code, steps=p.warmup + p.samples)
+                for n in p.jobs for c in p.concurrency]
+    for q in p.queues:  # last: each crash restarts the server
+        code = (__file__, *queues.code_files(q))
+        out += [Cell({"queue": q, "mode": m}, code, steps=max(1, p.crashes)) for m in p.crash_modes if p.crashes]
+    return out
+
+
+async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    queue = queues.get(cell.parts["queue"], "postgres")
+    if "mode" in cell.parts:
+        return {"crashes": await _crashes(p, cell, target, queue, step)}
+    rows = []
+    for sample in range(p.warmup + p.samples):
+        warmup = sample < p.warmup
+        jobs = min(cell.parts["jobs"], p.warmup_jobs) if warmup else cell.parts["jobs"]
+        row = {"config": p.config, "sample": sample, "warmup": warmup, "jobs": jobs, "started_at": utc_now()}
+        try:
+            got = await drain_once(target, queue, cell.parts["concurrency"], 1, jobs, p.idle_timeout_s)
+            row |= {k: got[k] for k in SAMPLES if k in got}
+        except Exception as err:  # kept as a row with its reason, never dropped
+            row["error"] = failure_reason(err)
+        rows.append(row)
+        step(f"sample {sample}")
+    return {"samples": rows}
+
+
+async def _crashes(p: Params, cell: Cell, target: Any, queue: Any, step: Callable[..., None]) -> list[dict]:
+    mode, name = cell.parts["mode"], cell.parts["queue"]
+    if (why := crash_support(name)) is not None:
+        return [{"config": p.config, "crash": 0, "clients": p.crash_clients, "error": why}]
+    if getattr(target, "cluster", None) is None:
+        return [{"config": p.config, "crash": 0, "clients": p.crash_clients,
+                 "error": f"a {target.kind} server cannot be crashed: the crash cells need a throwaway local "
+                          "cluster (unset BENCH_PG_DSN)"}]
+    rows = []
+    for i, after in enumerate(crash_moments(p, name, mode)):
+        row = {"config": p.config, "crash": i, "clients": p.crash_clients, "crash_after_s": after,
+               "started_at": utc_now()}
+        try:
+            row |= await crash_once(target, queue, mode, p.crash_clients, after, p.crash_backlog)
+        except Exception as err:
+            row["error"] = failure_reason(err)
+        rows.append(row)
+        step(f"crash {i}")
+    return rows
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    if "mode" in cell.parts:
+        return {"crashes": [{"config": p.config, "crash": 0, "clients": p.crash_clients, "error": reason}]}
+    return {"samples": [{"config": p.config, "sample": 0, "warmup": False, "jobs": cell.parts["jobs"],
+                         "error": reason}]}
+
+
+async def finish(p: Params, target: Any, state: dict) -> None:
+    """On a user's server (DSN) drop what the designs created; ours go with everything in them."""
+    if target.kind != "dsn":
+        return
+    for q in p.queues:
+        queue = queues.get(q, "postgres")
+        conn = await queue.connect(target)
+        try:
+            await queue.uninstall(conn)
+        finally:
+            await conn.close()

@@ -1,0 +1,46 @@
+"""The durability study's part of the report: figures, tables, findings, headline row."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from benchlib.studies.durability import analysis, charts
+from benchlib.studies.durability.measure import CONFIGS
+
+TITLE = "Durability: commit settings, throughput, and what a crash takes back"
+
+
+def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
+            other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
+    df, crashes = tables["samples"], tables["crashes"]
+    summary = analysis.summarize(df)
+    fitted = analysis.fits(df)
+    fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
+    cores = manifests[0]["machine"]["cores"] if manifests else None
+    failed = pl.concat([df.filter(pl.col("error").is_not_null()).select("config", "queue", "error"),
+                        crashes.filter(pl.col("error").is_not_null()).select("config", "queue", "error")])
+    return {
+        "configs": {c: CONFIGS[c] for c in analysis.config_order(df)},
+        "servers": {m["stem"]: m["server"]["version"].split(" on ")[0]
+                    for m in sorted(manifests, key=lambda m: list(CONFIGS).index(m["stem"]) if m["stem"] in CONFIGS
+                                    else len(CONFIGS))},
+        "throughput_figure": figure("throughput_vs_concurrency", charts.throughput_vs_concurrency(df, fitted)),
+        "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
+        "table": analysis.table(summary).markdown(),
+        "fits": analysis.fits_table(fitted).markdown(),
+        "crash_table": analysis.crash_table(crashes).markdown(),
+        "findings": analysis.findings(summary, crashes, fsync, cores),
+        "headline": analysis.headline(summary, crashes),
+        "jobs": sorted(set(analysis.measured(df)["jobs"].to_list())),
+        "concurrency": sorted(set(df["concurrency"].drop_nulls().to_list())),
+        "samples": sorted(set(summary["samples"].to_list())),
+        "lost": int(df["lost"].fill_null(0).sum()),
+        "duplicates": int(df["duplicates"].fill_null(0).sum()),
+        "rows": df.height,
+        "crashes": crashes.filter(pl.col("error").is_null()).height,
+        "errors": failed.group_by("config", "queue", "error", maintain_order=True).agg(rows=pl.len()).rows(named=True),
+    }

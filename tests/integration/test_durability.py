@@ -1,0 +1,116 @@
+"""The durability study end to end, and the crash harness's accounting shown a loss on purpose."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from benchlib import queues, tempdirs
+from benchlib.provision import open_backend
+from benchlib.studies import durability
+from benchlib.studies.durability.measure import CRASHES, SAMPLES, crash_once
+
+pytestmark = pytest.mark.integration
+SKIP_LOCKED = queues.get("skip_locked", "postgres")
+
+
+async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
+    """`default` (synchronous_commit=on): no acknowledged enqueue or ack is lost in a crash;
+    the throughput cells count every job once; both tables and one manifest are published."""
+    params = durability.Params(config="default", concurrency=[1, 2, 4], jobs=[200], samples=1, warmup=0,
+                               crashes=3, crash_after_s=[0.2, 0.5], crash_backlog=3000)
+    run = await durability.run(params, data_dir=tmp_path, profile="smoke", progress=False)
+    assert run.samples.columns == list(SAMPLES) and run.crashes.columns == list(CRASHES)
+    assert run.samples["error"].is_null().all() and (run.samples["lost"] == 0).all()
+    assert (run.samples["duplicates"] == 0).all() and set(run.samples["concurrency"]) == {1, 2, 4}
+    crashes = run.crashes
+    assert crashes.height == 6 and crashes["error"].is_null().all(), crashes["error"].to_list()
+    assert (crashes["acked"] > 0).all()  # the clients really worked before the kill
+    assert (crashes["lost"] == 0).all() and (crashes["synchronous_commit"] == "on").all()
+    assert (tmp_path / "durability" / "smoke" / "default.crashes.parquet").exists()
+    manifest = json.loads((tmp_path / "durability" / "smoke" / "default.manifest.json").read_text())
+    assert manifest["server"]["settings_requested"] == {}
+    # the same params draw the same crash moments (a rerun crashes at the same instants)
+    assert crashes.filter(crashes["mode"] == "ack")["crash_after_s"].to_list() == \
+        durability.measure.crash_moments(params, "skip_locked", "ack")
+
+
+@pytest.mark.parametrize("mode", ["enqueue", "ack"])
+async def test_the_count_sees_a_loss_it_is_shown(mode):
+    """A fault injected after the restart (acknowledged jobs deleted, or put back as not
+    done) is counted exactly: the accounting can fail."""
+    async def fault(conn, acked):
+        victims = acked[:7]
+        if mode == "enqueue":
+            await conn.execute("DELETE FROM skip_locked_jobs WHERE id = ANY($1::bigint[])", victims)
+        else:
+            await conn.execute("UPDATE skip_locked_jobs SET state = 'ready' WHERE id = ANY($1::bigint[])", victims)
+
+    async with open_backend("postgres") as server:
+        got = await crash_once(server, SKIP_LOCKED, mode, clients=2, crash_after_s=0.3, backlog=2000,
+                               after_restart=fault)
+    assert got["acked"] >= 7 and got["lost"] == 7 and got["lost_ms"] > 0
+
+
+async def test_a_server_that_is_not_ours_is_measured_but_never_crashed(pg_db):
+    params = durability.Params(config="default", concurrency=[1], jobs=[50], samples=1, warmup=0, crashes=1,
+                               crash_modes=["enqueue"])
+    run = await durability.run(params, dsn=pg_db.dsn, progress=False)
+    assert run.samples["error"].is_null().all()
+    assert "cannot be crashed" in run.crashes["error"][0]
+
+
+def _postgres_pids() -> set[int]:
+    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"}
+
+
+def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
+    """Interrupted while crashing and restarting, the run still stops its server and removes
+    its directory: no postgres process (zombies included), nothing in the temp dir."""
+    script = textwrap.dedent("""
+        import asyncio, sys
+        from benchlib import queues
+        from benchlib.provision import open_backend
+        from benchlib.studies.durability.measure import crash_once
+
+        async def main():
+            async with open_backend("postgres") as server:
+                while True:
+                    print("crashing", flush=True)
+                    await crash_once(server, queues.get("skip_locked"), "enqueue", 2, 0.05, 10)
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            sys.exit(130)
+    """)
+    before = _postgres_pids()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    for _ in range(4):  # a few cycles in, then Ctrl-C while a crash and restart are under way
+        assert proc.stdout.readline().strip() == "crashing", proc.stderr.read()
+    time.sleep(0.1)
+    assert _postgres_pids() - before  # its server is up
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid] == []
+    deadline = time.monotonic() + 10
+    while (left := _postgres_pids() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == set()
+
+
+def test_bad_configuration_is_one_line_before_anything_starts():
+    with pytest.raises(Exception, match="unknown config 'fast'"):
+        durability.Params(config="fast")
+    with pytest.raises(Exception, match="crash_after_s is a window"):
+        durability.Params(crash_after_s=[2, 1])

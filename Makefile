@@ -30,6 +30,7 @@ pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rus
 	$(PY) -m benchlib.wheels build
 
 report: setup ## run every study for PROFILE (papermill), then render its figures and report
+	$(if $(filter smoke,$(PROFILE)),,$(PY) -m benchlib.wheels ensure)
 	$(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG)
 	$(PY) -m benchlib report --profile $(PROFILE)
 

@@ -67,3 +67,27 @@ async def test_bad_settings_are_refused_before_anything_starts(settings, message
         async with open_backend("s3", settings=settings):
             pass
     assert _emulators() == []
+
+
+def test_a_killed_harness_takes_its_emulator_with_it(tmp_path):
+    """SIGKILL leaves no `finally` to run: the emulator's parent-death signal stops it anyway."""
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import asyncio\nfrom benchlib.provision import open_backend\n"
+              "async def main():\n"
+              "    async with open_backend('s3') as t:\n"
+              "        print('ready', flush=True)\n"
+              "        await asyncio.sleep(60)\n"
+              "asyncio.run(main())\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert proc.stdout.readline().strip() == "ready"
+    assert any(p.ppid() == proc.pid for p in _emulators())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    deadline = time.monotonic() + 10
+    while [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] == []

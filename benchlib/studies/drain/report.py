@@ -60,6 +60,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
                     .agg(samples=pl.len(), cells=pl.struct("consumers", "batch_size").n_unique())
                     .rows(named=True),
         "cores": cores,
+        "s3_latency_ms": sorted({m["server"]["settings_requested"].get("latency_ms") for m in manifests
+                                 if m["server"]["kind"] == "emulator"} - {None}),
+        "pgqrs_version": systems.get("pgqrs", {}).get("version", "not recorded"),
     }
 
 

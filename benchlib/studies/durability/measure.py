@@ -187,6 +187,9 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
     tasks = [asyncio.create_task(work(c, k)) for k, c in enumerate(conns)]
     try:
         await asyncio.sleep(crash_after_s)
+        for t in tasks:  # they loop until cancelled: one that ended before the crash failed
+            if t.done() and t.exception() is not None:
+                raise t.exception()
         crashed_ns = now_ns()
         server.cluster.crash()  # synchronous: no client task runs between here and the kill
     finally:

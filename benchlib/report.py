@@ -89,8 +89,9 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             tables = {t: df for t, (df, _) in loaded.items()}
             found = next(iter(loaded.values()))[1]
             if any(df is None for df in tables.values()):
+                where_rel = os.path.relpath(data_dir / name / profile, out.parent)
                 sections.append({"title": study.report.TITLE, "body": f"No `{profile}` results for this study in "
-                                 f"`{data_dir}/{name}/{profile}/` yet: run `make report PROFILE={profile}`.\n"})
+                                 f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
                 continue
 
             def figure(chart_name: str, chart: alt.TopLevelMixin, study_name: str = name) -> Path:

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from benchlib import scaling
+from benchlib.studies.drain.analysis import measured  # the same rows count: the sample is drain_once's
 from benchlib.studies.durability.measure import CONFIGS
 from benchlib.tables import Table, fmt, plural, ratio
 
@@ -18,10 +19,6 @@ KEYS = ["config", "queue", "jobs", "concurrency"]
 # the reference: a published Rust SKIP LOCKED benchmark (2,000 jobs, concurrency 1-16)
 REFERENCE = {"default_1": 521, "async_1": 8010, "async_ratio_1": 8010 / 521}
 SAME = (1 / 1.1, 1.1)  # a ratio inside this band is "within 10 %": the same, given the noise here
-
-
-def measured(df: pl.DataFrame) -> pl.DataFrame:
-    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
 
 
 def config_order(df: pl.DataFrame) -> list[str]:

@@ -11,6 +11,14 @@ class BenchError(Exception):
     """A problem the user can fix; str(err) is a single actionable line."""
 
 
+class ServerMissing(BenchError):
+    """The PostgreSQL major version a run names has no server binaries on this machine.
+
+    A sweep skips such a run and says why (a profile may compare servers "where present");
+    anywhere else it is an error like any other.
+    """
+
+
 def failure_reason(err: BaseException) -> str:
     """One line for a failed sample or cell: the first leaf exception's type and message.
 

@@ -6,6 +6,10 @@ Order of events, so that bad input never costs a measurement:
 2. preflight every run: the server binaries, settings (checked by PostgreSQL's own
    parser) and connection needs, the output directory writable and not locked by
    another run;
+   a run that names a server major this machine lacks (`pg_major`, e.g. the system's
+   PostgreSQL 15 beside the wheel's 18) is skipped, with the reason in the summary,
+   and its published results, if any, stay as they are; every other problem stops
+   the sweep before anything runs;
 3. execute the notebooks one by one, each with one terminal bar (relayed from the
    kernel) and its log and executed copy in build/notebooks/;
 4. print what ran, how long it took, where the results went, lost and duplicates.
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import notebooks, outputs, runner, sweeps
+from benchlib.errors import ServerMissing
 from benchlib.progress import RELAY_ENV, follow
 from benchlib.results import load_profile
 from benchlib.studies import STUDIES
@@ -35,6 +40,7 @@ class Job:
     out: Path  # executed notebook
     result: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    skipped: str | None = None  # why this run cannot run here (a server major the machine lacks)
 
 
 def plan(profile: str, studies: list[str], *, data_dir: Path, force: bool = False) -> list[Job]:
@@ -56,7 +62,11 @@ def plan(profile: str, studies: list[str], *, data_dir: Path, force: bool = Fals
 
 async def preflight(jobs: list[Job], accept_server_settings: bool = False) -> None:
     for job in jobs:
-        await runner.preflight(STUDIES[job.study].measure, job.params, accept_server_settings=accept_server_settings)
+        try:
+            await runner.preflight(STUDIES[job.study].measure, job.params,
+                                   accept_server_settings=accept_server_settings)
+        except ServerMissing as err:
+            job.skipped = str(err).split(":")[0]
 
 
 def execute(jobs: list[Job], data_dir: Path) -> None:
@@ -67,6 +77,9 @@ def execute(jobs: list[Job], data_dir: Path) -> None:
     try:
         with outputs.locked(data_dir):
             for i, job in enumerate(jobs, 1):
+                if job.skipped:
+                    print(f"[{i}/{len(jobs)}] {job.study} {job.name}: skipped, {job.skipped}", flush=True)
+                    continue
                 started = time.monotonic()
                 with follow(relay, f"[{i}/{len(jobs)}] {job.study} {job.name}") as watch:
                     notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
@@ -85,6 +98,9 @@ def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
     """What ran, how long, where the results went, and the exactly-once accounting."""
     rows = []
     for job in jobs:
+        if job.skipped:
+            rows.append({"study": job.study, "run": job.name, "time": "skipped", "results": job.skipped})
+            continue
         study = STUDIES[job.study]
         # this run's rows only: the other runs of the study have their own line
         tables = {t: load_profile(data_dir, job.study, profile, t, stem=job.name)[0] for t in study.measure.TABLES}

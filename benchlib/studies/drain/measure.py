@@ -7,7 +7,10 @@ Per cell (consumers x batch size) and sample (METHOD.md, "drain"):
    arrives last, so the clock starts the instant every consumer is ready;
 3. each consumer loops dequeue(B) -> ack(ids) until every job has been claimed,
    timing each call with the monotonic ns clock;
-4. the clock stops at the last ack; lost and duplicates are counted by job id.
+4. the clock stops at the last ack; lost and duplicates are counted by job id;
+5. for a design whose SQL is public (ours, pgmq), right after each measured sample
+   pgbench runs the same statements over the same backlog on the same server
+   (benchlib/pgbench.py): the row gets the server's limit and how close we came.
 
 Worker systems (queues.base.WorkerSystem) run their own loop: after the same
 untimed install and prefill through the library's API, the clock starts when the
@@ -34,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from benchlib import params as check
-from benchlib import queues
+from benchlib import pgbench, queues
 from benchlib.errors import failure_reason
 from benchlib.measure import Latencies, now_ns
 from benchlib.provision import BACKENDS
@@ -116,6 +119,7 @@ SAMPLES: Schema = {
     "lost": (pl.Int64, "enqueued - distinct processed"),
     "duplicates": (pl.Int64, "processed - distinct processed"),
     "error": (pl.String, "why the sample failed (null when it did not)"),
+    **pgbench.COLUMNS,
     "server_kind": (pl.String, "dsn | local | testcontainers | file"),
     "cell_key": (pl.String, "resume key of the cell (parameters + code + machine)"),
     "run_id": (pl.String, "the run that measured this row"),
@@ -325,16 +329,23 @@ def batch_sizes(p: Params) -> tuple[int, ...]:
     return p.batch_sizes if cls.kind == "pull" or cls.batch_setting else (1,)
 
 
+def with_limit(p: Params) -> bool:
+    """Whether each measured sample gets its pgbench limit (a public-SQL design on PostgreSQL)."""
+    return pgbench.applies(queues.QUEUES[p.queue], p.backend)
+
+
 def cells(p: Params) -> list[Cell]:
-    code = (__file__, *queues.code_files(p.queue))
-    return [Cell({"consumers": c, "batch_size": b}, code, steps=p.warmup + p.samples)
-            for c in p.consumers for b in batch_sizes(p)]
+    code = (__file__, pgbench.__file__, *queues.code_files(p.queue))
+    steps = p.warmup + p.samples * (2 if with_limit(p) else 1)
+    return [Cell({"consumers": c, "batch_size": b}, code, steps=steps) for c in p.consumers for b in batch_sizes(p)]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:
-    """Every sample of one cell; a failed sample is kept as a row with its reason."""
+    """Every sample of one cell, each measured one followed by its pgbench limit; a failed
+    sample is kept as a row with its reason."""
     queue = queues.get(p.queue, p.backend)
     once = drain_once if queue.kind == "pull" else drain_worker_once
+    consumers, batch = cell.parts["consumers"], cell.parts["batch_size"]
     rows = []
     for sample in range(p.warmup + p.samples):
         warmup = sample < p.warmup
@@ -342,12 +353,14 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "sample": sample,
                "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
         try:
-            row |= await once(target, queue, cell.parts["consumers"], cell.parts["batch_size"], size,
-                              p.idle_timeout_s)
+            row |= await once(target, queue, consumers, batch, size, p.idle_timeout_s)
         except Exception as err:  # kept as a row with its reason, never dropped
             row["error"] = failure_reason(err)
-        rows.append(row)
         step(f"sample {sample}")
+        if not warmup and with_limit(p):  # interleaved: harness, pgbench, harness, pgbench, ...
+            row |= await pgbench.beside(row, target, queue, p.backend, consumers, batch, size)
+            step(f"pgbench {sample}")
+        rows.append(row)
     return {"samples": rows}
 
 

@@ -6,7 +6,9 @@ setting leaks from one configuration into the next. In it (METHOD.md, "durabilit
 - **throughput cells** (queue x jobs x concurrency): the reference benchmark's tight
   loop, fetch one job and mark it done with no work in between, C connections over a
   backlog of N jobs. That is exactly the drain study's sample at batch 1, so it *is*
-  `drain_once` (one accounting: every id counted, lost and duplicates included).
+  `drain_once` (one accounting: every id counted, lost and duplicates included), and
+  each measured sample is followed by pgbench running the design's own statements
+  with C clients over the same backlog (benchlib/pgbench.py): the server's limit.
 - **crash cells** (queue x mode), after every throughput cell: clients run flat out,
   `enqueue` (each job its own INSERT, its id recorded once the commit returns) or
   `ack` (dequeue 1 + ack over a prefilled backlog, the id recorded once the ack
@@ -31,12 +33,13 @@ from typing import Any
 import polars as pl
 
 from benchlib import params as check
-from benchlib import queues
+from benchlib import pgbench, queues
 from benchlib.errors import BenchError, failure_reason
 from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.drain.measure import drain_once
+from benchlib.studies.drain import measure as drain
+from benchlib.studies.drain.measure import _enqueue_all, drain_once
 
 STUDY = "durability"
 AXES = ("queues", "concurrency", "jobs", "crash_modes")
@@ -76,6 +79,8 @@ class Params:
     pg_major: int | None = None
 
     def __post_init__(self) -> None:
+        if len(self.crash_after_s) != 2:
+            raise BenchError(f"crash_after_s is a window [from, to] of two seconds values, got {list(self.crash_after_s)}")
         lo, hi = (check.positive_float("crash_after_s", v) for v in self.crash_after_s)
         if lo > hi:
             raise BenchError(f"crash_after_s is a window (from, to) with from <= to, got {self.crash_after_s}")
@@ -100,8 +105,11 @@ class Params:
             object.__setattr__(self, name, value)
 
 
+SERVER_MAJOR = (pl.Int64, "PostgreSQL major version of the server measured (the study's server dimension)")
+
 SAMPLES: Schema = {
     "config": (pl.String, "server configuration (CONFIGS): default, tuned, async_commit, group_commit"),
+    "server_major": SERVER_MAJOR,
     "queue": (pl.String, "system under test, from the registry (queues.QUEUES)"),
     "jobs": (pl.Int64, "backlog the clients empty (warm-up: min(jobs, warmup_jobs))"),
     "concurrency": (pl.Int64, "clients, each its own connection, each looping dequeue 1 -> ack"),
@@ -117,6 +125,7 @@ SAMPLES: Schema = {
     "lost": (pl.Int64, "enqueued - distinct processed"),
     "duplicates": (pl.Int64, "processed - distinct processed"),
     "error": (pl.String, "why the sample failed (null when it did not)"),
+    **pgbench.COLUMNS,
     "cell_key": (pl.String, "resume key of the cell (parameters + code + machine)"),
     "run_id": (pl.String, "the run that measured this row"),
     "started_at": (pl.String, "UTC time the sample started"),
@@ -124,6 +133,7 @@ SAMPLES: Schema = {
 
 CRASHES: Schema = {
     "config": (pl.String, "server configuration (CONFIGS)"),
+    "server_major": SERVER_MAJOR,
     "queue": (pl.String, "system under test"),
     "mode": (pl.String, "enqueue: producers insert, one job per commit | ack: consumers dequeue 1 and ack"),
     "crash": (pl.Int64, "0-based crash index within the cell"),
@@ -156,10 +166,9 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
     conn = await queue.connect(server)
     try:
         await queue.install(conn)
-        if mode == "ack":
-            payloads = [json.dumps({"seq": i}) for i in range(backlog)]
-            for i in range(0, backlog, 5_000):
-                await queue.enqueue_many(conn, payloads[i:i + 5_000])
+        if mode == "ack":  # the drain study's prefill, in the chunks the system accepts
+            await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), backlog,
+                               getattr(queue, "enqueue_chunk", drain.PREFILL_CHUNK))
         await queue.settle(conn)
     finally:
         await conn.close()
@@ -191,16 +200,15 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
             if t.done() and t.exception() is not None:
                 raise t.exception()
         crashed_ns = now_ns()
-        server.cluster.crash()  # synchronous: no client task runs between here and the kill
+        # synchronous: no client task runs between the last acknowledgement it saw and the
+        # kill; the server then recovers from its WAL before it accepts connections again
+        recovery_s = server.crash_and_restart()
     finally:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for c in conns:  # their server is gone: drop the sockets, no goodbye
             c.terminate() if hasattr(c, "terminate") else await c.close()
-    t0 = now_ns()
-    server.cluster.launch()  # crash recovery from the WAL, then ready
-    recovery_s = (now_ns() - t0) / 1e9
     conn = await queue.connect(server)
     try:
         ids = list(acked)
@@ -231,7 +239,7 @@ def crash_moments(p: Params, queue: str, mode: str) -> list[float]:
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
 def stem(p: Params) -> str:
-    return p.config
+    return p.config if p.pg_major is None else f"{p.config}__pg{p.pg_major}"
 
 
 def backend(p: Params) -> str:
@@ -259,34 +267,51 @@ def crash_support(queue: str) -> str | None:
             "(queues/sql_queue.py) to be counted by id after a crash")
 
 
+def _code(queue: str) -> tuple[str, ...]:
+    """What measures a cell: this module, the drain sample it runs, pgbench, the queue's own."""
+    return (__file__, drain.__file__, pgbench.__file__, *queues.code_files(queue))
+
+
 def cells(p: Params) -> list[Cell]:
     out = []
     for q in p.queues:
-        code = (__file__, *queues.code_files(q))
-        out += [Cell({"queue": q, "jobs": n, "concurrency": c}, code, steps=p.warmup + p.samples)
+        steps = p.warmup + p.samples * (2 if pgbench.applies(queues.QUEUES[q], "postgres") else 1)
+        out += [Cell({"queue": q, "jobs": n, "concurrency": c}, _code(q), steps=steps)
                 for n in p.jobs for c in p.concurrency]
     for q in p.queues:  # last: each crash restarts the server
-        code = (__file__, *queues.code_files(q))
+        code = _code(q)
         out += [Cell({"queue": q, "mode": m}, code, steps=max(1, p.crashes)) for m in p.crash_modes if p.crashes]
     return out
 
 
+async def _server_major(target: Any, state: dict) -> int:
+    if "server_major" not in state:
+        state["server_major"] = (await target.describe())["major"]
+    return state["server_major"]
+
+
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
     queue = queues.get(cell.parts["queue"], "postgres")
+    major = await _server_major(target, state)
     if "mode" in cell.parts:
-        return {"crashes": await _crashes(p, cell, target, queue, step)}
+        return {"crashes": [{"server_major": major, **r} for r in await _crashes(p, cell, target, queue, step)]}
+    clients = cell.parts["concurrency"]
     rows = []
     for sample in range(p.warmup + p.samples):
         warmup = sample < p.warmup
         jobs = min(cell.parts["jobs"], p.warmup_jobs) if warmup else cell.parts["jobs"]
-        row = {"config": p.config, "sample": sample, "warmup": warmup, "jobs": jobs, "started_at": utc_now()}
+        row = {"config": p.config, "server_major": major, "sample": sample, "warmup": warmup, "jobs": jobs,
+               "started_at": utc_now()}
         try:
-            got = await drain_once(target, queue, cell.parts["concurrency"], 1, jobs, p.idle_timeout_s)
+            got = await drain_once(target, queue, clients, 1, jobs, p.idle_timeout_s)
             row |= {k: got[k] for k in SAMPLES if k in got}
         except Exception as err:  # kept as a row with its reason, never dropped
             row["error"] = failure_reason(err)
-        rows.append(row)
         step(f"sample {sample}")
+        if not warmup and pgbench.applies(queue, "postgres"):  # interleaved with the harness's samples
+            row |= await pgbench.beside(row, target, queue, "postgres", clients, 1, jobs)
+            step(f"pgbench {sample}")
+        rows.append(row)
     return {"samples": rows}
 
 

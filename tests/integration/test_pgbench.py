@@ -1,0 +1,80 @@
+"""pgbench beside the harness, on a real server: its jobs are counted by id, a missing
+limit says why, and Ctrl-C takes pgbench with it."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import psutil
+import pytest
+
+from benchlib import pgbench, queues
+from benchlib.studies import drain
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("name", ["skip_locked", "skip_locked_delete", "pgmq"])
+@pytest.mark.parametrize(("clients", "batch"), [(1, 1), (3, 7)])
+async def test_pgbench_drains_the_same_backlog_with_the_designs_sql(pg_db, name, clients, batch):
+    got = await pgbench.run(pg_db, queues.get(name, "postgres"), clients, batch, 500)
+    assert got["pgbench_jobs"] == 500 and got["pgbench_jobs_s"] > 0
+
+
+async def test_jobs_pgbench_could_not_take_do_not_count(pg_db):
+    """Rows another session holds are skipped (SKIP LOCKED): pgbench runs all its
+    transactions, but only the jobs it really finished count, by id."""
+    queue = queues.get("skip_locked", "postgres")
+    conn = await pg_db.connect()
+    holder = await pg_db.connect()
+    try:
+        await queue.install(conn)
+        ids = await queue.enqueue_many(conn, [f'{{"seq": {i}}}' for i in range(400)])
+        async with holder.transaction():
+            await holder.execute("SELECT id FROM skip_locked_jobs ORDER BY id LIMIT 50 FOR UPDATE")
+            got = await pgbench.drive(pg_db, queue, ids, clients=2, batch=10)
+    finally:
+        await holder.close()
+        await conn.close()
+    assert got["pgbench_jobs"] == 350  # 400 enqueued, 50 held away from it
+
+
+async def test_a_missing_pgbench_leaves_the_harness_row_and_says_why(pg_db, tmp_path):
+    binaries = dataclasses.replace(pg_db.binaries, bindir=tmp_path)  # a directory without pgbench
+    target = dataclasses.replace(pg_db, binaries=binaries)
+    got = await pgbench.beside({"throughput_jobs_s": 100.0}, target, queues.get("skip_locked", "postgres"),
+                               "postgres", 1, 1, 100)
+    assert "no pgbench here" in got["pgbench_error"] and "pgbench_jobs_s" not in got
+
+
+async def test_a_system_with_internal_sql_gets_no_limit_and_no_error(pg_db):
+    assert await pgbench.beside({"throughput_jobs_s": 1.0}, pg_db, queues.get("pgqrs", "postgres"),
+                                "postgres", 1, 1, 10) == {}
+
+
+async def test_cancelling_mid_run_leaves_no_pgbench_behind(pg_db):
+    task = asyncio.create_task(pgbench.run(pg_db, queues.get("skip_locked", "postgres"), 1, 1, 200_000))
+    for _ in range(600):  # until pgbench is running
+        if _pgbench_children():
+            break
+        await asyncio.sleep(0.05)
+    assert _pgbench_children(), "pgbench never started"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert not _pgbench_children()
+
+
+def _pgbench_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.name() == "pgbench"]
+
+
+async def test_every_measured_drain_row_carries_its_limit(tmp_path):
+    params = drain.Params(backend="postgres", queue="skip_locked", consumers=[1, 2], batch_sizes=[1, 10],
+                          prefill=300, samples=2, warmup=1)
+    run = await drain.run(params, progress=False)
+    measured = run.samples.filter(~run.samples["warmup"])
+    assert measured.height == 8 and measured["pgbench_error"].is_null().all(), measured["pgbench_error"].to_list()
+    assert (measured["pgbench_jobs"] == 300).all() and (measured["pgbench_jobs_s"] > 0).all()
+    ratio = measured["throughput_jobs_s"] / measured["pgbench_jobs_s"]
+    assert (abs(measured["harness_ratio"] - ratio) < 1e-9).all()
+    assert run.samples.filter(run.samples["warmup"])["pgbench_jobs_s"].is_null().all()  # no limit for a warm-up

@@ -216,3 +216,26 @@ def test_a_lever_that_hurts_here_and_is_neutral_there_differs():
     assert rows["4 / 1 consumers, batch 1"]["our design here"].startswith("0.27× differ")
     assert rows["batch 50 / 1, 1 consumer"]["our design here"].startswith("30× agree")
     assert drain.headline(drain.summarize(ours))[0]["answer"] == "no, slower, for turso/sqlite"
+
+
+def test_drain_limit_per_cell_and_the_reference_limit_beside_internal_sql():
+    """skip_locked's rows carry their pgbench run; pgqrs's SQL is internal, so it stands beside
+    skip_locked's limit at the same consumers × batch; a failed limit is not 'internal'."""
+    ours = [r | {"pgbench_jobs_s": r["throughput_jobs_s"] / (0.9 if r["batch_size"] == 1 else 0.6),
+                 "pgbench_jobs": 1000 if r["consumers"] < 4 else 990}
+            for r in _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25)]
+    ours = [r | {"harness_ratio": r["throughput_jobs_s"] / r["pgbench_jobs_s"]} for r in ours]
+    pgqrs = _drain_rows(("postgres", "pgqrs"), 500, 1.0, 10)
+    broken = [r | {"pgbench_error": "BenchError: no pgbench here"} for r in _drain_rows(("postgres", "pgmq"), 1, 1, 1)]
+    df = frame(ours + pgqrs + broken + _drain_rows(("sqlite", "sqlite"), 2500, 1.0, 30), SAMPLES)
+    own, beside = drain.limit_cells(df)
+    assert set(own["queue"]) == {"skip_locked"} and own.height == 9
+    assert set(beside["queue"]) == {"pgqrs"} and beside.height == 9  # not pgmq (its limit failed), not sqlite
+    text = " ".join(drain.limit_findings(own, beside))
+    assert "**skip_locked**: the harness reached 0.60 – 0.90 (median 0.60) over 9 cells" in text
+    assert "closest at 1 × 1 (0.90: 2,000 against 2,222 jobs/s)" in text
+    assert "In 3 cells a pgbench run finished fewer jobs than the backlog" in text
+    # pgqrs at 1 x 1: 500 against skip_locked's limit of 2,222
+    assert "**pgqrs** (its SQL is the library's own) ran at 0.04 – 0.23 of what pgbench drew" in text
+    table = drain.limit_table(own, beside).markdown()
+    assert "| pgqrs | 1 × 1 | 1,000 | – | 500 | 2,222 | 0.23 | skip_locked's statements (1,000 jobs) |" in table

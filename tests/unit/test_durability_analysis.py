@@ -64,3 +64,37 @@ def test_headline_row_and_fits():
     fitted = analysis.fits(SAMPLE_ROWS)
     assert {x["config"] for x in fitted} == {"default", "async_commit", "tuned"}
     assert "peak at clients" in analysis.fits_table(fitted).columns
+
+
+def _with_limit(rows: list[dict], limit: dict[int, float], major: int = 18) -> list[dict]:
+    """The fixture rows with the pgbench run that followed each, and their server."""
+    return [r | {"server_major": major, "pgbench_jobs_s": limit[r["concurrency"]], "pgbench_jobs": 2000,
+                 "harness_ratio": r["throughput_jobs_s"] / limit[r["concurrency"]]} for r in rows]
+
+
+def test_the_limit_table_and_what_pgbench_says_about_async():
+    rows = frame(_with_limit(_samples("default", {1: 500, 16: 2000}), {1: 600, 16: 2500})
+                 + _with_limit(_samples("async_commit", {1: 600, 16: 2200}), {1: 1800, 16: 5000}), SAMPLES)
+    text = " ".join(analysis.limit_findings(rows))
+    # harness / pgbench per cell: 0.84 and 0.81 (default), 0.34 and 0.45 (async): the client bounds async
+    assert "closest at default, 1 client (0.84), furthest at async_commit, 1 client (0.34)" in text
+    assert "pgbench puts `synchronous_commit=off` at 3.00× `default` (600 → 1,800 jobs/s); the harness measured 1.20×" \
+        in text
+    table = analysis.limit_table(rows).markdown()
+    assert "| default | skip_locked | 2,000 | 0.84 (600) | 0.81 (2,500) |" in table
+
+
+def test_other_servers_are_compared_cell_by_cell_and_kept_out_of_the_main_tables():
+    rows = frame(_with_limit(_samples("default", {1: 500, 2: 900}), {1: 600, 2: 1000})
+                 + _with_limit(_samples("async_commit", {1: 900, 2: 1500}), {1: 1000, 2: 2000})
+                 + _with_limit(_samples("default", {1: 400, 2: 990}), {1: 450, 2: 1100}, major=15), SAMPLES)
+    crashes = frame([r | {"server_major": 18} for r in _crashes("default", "on", [0, 0])]
+                    + [r | {"server_major": 15} for r in _crashes("default", "on", [0, 0, 0])], CRASHES)
+    assert analysis.primary_major(rows) == 18
+    assert set(analysis.on_server(rows, 18)["server_major"]) == {18}
+    table = analysis.servers_table(rows, 18).markdown()
+    assert "| default | skip_locked | 2,000 | 1 | 505 | 404 | 0.80× | 0.75× |" in table
+    (line,) = analysis.servers_findings(rows, crashes, 18)
+    assert "PostgreSQL 15 against 18, cell by cell (default; 2 cells): 0.80× – 1.10× (median 0.95×); 1 of 2 within 10 %" \
+        in line
+    assert "lost nothing in 3 crashes" in line

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib import scaling
+from benchlib import limits, scaling
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
@@ -302,3 +302,75 @@ def scaling_findings(fits: list[dict[str, Any]], cores: int | None) -> list[str]
                      "that count is the machine running out of cores as much as the queue's own contention.")
         out.append(text)
     return out
+
+
+# --- the server's limit (pgbench beside each sample, benchlib/limits.py) -------------------
+
+LIMIT_KEYS = ["queue", "consumers", "batch_size", "prefill"]
+REFERENCE_DESIGN = "skip_locked"  # whose limit stands beside a system whose SQL is internal
+
+
+def limit_cells(df: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(public-SQL designs' own harness/pgbench pairs per cell, internal-SQL systems on PostgreSQL
+    against the reference design's limit at the same consumers × batch)."""
+    pg = df.filter(pl.col("backend") == "postgres")
+    own = limits.paired(pg, LIMIT_KEYS)
+    ref = own.filter(pl.col("queue") == reference).select(
+        "consumers", "batch_size", pl.col("pgbench").alias("pgbench"), pl.col("prefill").alias("reference_prefill"))
+    internal = measured(pg).filter(~pl.col("queue").is_in(own["queue"].unique().to_list()))
+    if "pgbench_jobs_s" in internal.columns:
+        internal = internal.filter(pl.col("pgbench_error").is_null())  # a design whose limit failed is not "internal"
+    beside = internal.group_by(LIMIT_KEYS).agg(pl.len().alias("pairs"), pl.col("throughput_jobs_s").mean()
+                                               .alias("harness")).join(ref, on=["consumers", "batch_size"])
+    beside = beside.with_columns((pl.col("harness") / pl.col("pgbench")).alias("ratio")).sort(LIMIT_KEYS)
+    return own, beside
+
+
+def limit_table(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> Table:
+    rows = [{"system": r["queue"], "consumers × batch": f"{r['consumers']} × {r['batch_size']}", "jobs": fmt(r["prefill"]),
+             "pairs": str(r["pairs"]), **limits.describe(r), "the limit of": "its own statements"}
+            for r in own.iter_rows(named=True)]
+    rows += [{"system": r["queue"], "consumers × batch": f"{r['consumers']} × {r['batch_size']}", "jobs": fmt(r["prefill"]),
+              "pairs": "–", "harness jobs/s": fmt(r["harness"]), "pgbench jobs/s": fmt(r["pgbench"]),
+              "harness / pgbench": f"{r['ratio']:.2f}",
+              "the limit of": f"{reference}'s statements ({fmt(r['reference_prefill'])} jobs)"}
+             for r in beside.iter_rows(named=True)]
+    return limits.cell_table(rows)
+
+
+def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> list[str]:
+    """Per public-SQL design: how close the harness came, where closest and furthest; then the
+    internal-SQL systems against the reference's limit."""
+    out = []
+    for queue in own["queue"].unique(maintain_order=True):
+        p = own.filter(pl.col("queue") == queue)
+        best, worst = limits.extremes(p)
+        text = (f"**{queue}**: the harness reached {limits.spread(p)} of pgbench's rate for the same statements on "
+                f"the same server; closest at {best['consumers']} × {best['batch_size']} ({best['ratio']:.2f}: "
+                f"{fmt(best['harness'])} against {fmt(best['pgbench'])} jobs/s), furthest at "
+                f"{worst['consumers']} × {worst['batch_size']} ({worst['ratio']:.2f}: {fmt(worst['harness'])} "
+                f"against {fmt(worst['pgbench'])}).")
+        if n := limits.left_behind(p, "prefill"):
+            text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog (a dequeue "
+                     "came back short); its rate counts only the jobs it finished.")
+        out.append(text)
+    for queue in beside["queue"].unique(maintain_order=True):
+        p = beside.filter(pl.col("queue") == queue)
+        out.append(f"**{queue}** (its SQL is the library's own) ran at {p['ratio'].min():.2f} – "
+                   f"{p['ratio'].max():.2f} of what pgbench drew from the same server with {reference}'s statements "
+                   f"at the same consumers × batch: the distance between this system and the simplest queue the "
+                   "server can run, not between our client and the system.")
+    return out
+
+
+def limit_headline(own: pl.DataFrame) -> list[dict[str, str]]:
+    """The answer-table row: how much of the server's limit does the harness reach?"""
+    if own.is_empty():
+        return []
+    systems = ", ".join(own["queue"].unique(maintain_order=True).to_list())
+    return [{
+        "question": "How close does the harness come to what the server allows for the same SQL?",
+        "answer": f"{limits.spread(own)} of pgbench's rate",
+        "evidence": f"{systems} on PostgreSQL: pgbench ran each design's own dequeue and ack after every measured "
+                    "sample, same server, backlog and client count",
+    }]

@@ -9,7 +9,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from benchlib import queues
+from benchlib import limits, queues
 from benchlib.studies.drain import analysis, charts
 
 PUBLISHED = Path(__file__).with_name("published.yaml")
@@ -27,6 +27,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     versus, versus_notes = analysis.versus_published(summary, published, reference)
     fits = analysis.scaling_fits(df)
     cores = manifests[0]["machine"]["cores"] if manifests else None
+    own, beside = analysis.limit_cells(df)
     systems = {}
     for m in manifests:
         for name, about in (m.get("systems") or {}).items():  # older manifests kept the summary only
@@ -43,7 +44,11 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df, fits)),
                     "table": analysis.scaling_table(fits).markdown(),
                     "findings": analysis.scaling_findings(fits, cores)},
-        "headline": analysis.headline(summary),
+        "limit": {"table": analysis.limit_table(own, beside).markdown(),
+                  "findings": analysis.limit_findings(own, beside),
+                  "errors": limits.errors(df, ["backend", "queue"]),
+                  "reference": analysis.REFERENCE_DESIGN},
+        "headline": analysis.headline(summary) + analysis.limit_headline(own),
         "lost": int(df["lost"].fill_null(0).sum()),
         "duplicates": int(df["duplicates"].fill_null(0).sum()),
         "rows": df.height,

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib import scaling
+from benchlib import limits, scaling
 from benchlib.studies.drain.analysis import measured  # the same rows count: the sample is drain_once's
 from benchlib.studies.durability.measure import CONFIGS
 from benchlib.tables import Table, fmt, plural, ratio
@@ -223,3 +223,108 @@ def headline(summary: pl.DataFrame, crashes: pl.DataFrame | None) -> list[dict[s
         "evidence": f"{queue}, dequeue 1 + ack, {fmt(jobs)} jobs: {fmt(d_lo)} → {fmt(a_lo)} jobs/s "
                     f"(reference: {REFERENCE['default_1']:,} → {REFERENCE['async_1']:,})",
     }]
+
+
+# --- the server dimension ---------------------------------------------------------------
+
+def primary_major(df: pl.DataFrame) -> int | None:
+    """The server most of the study ran on (every configuration runs on the default server;
+    other majors repeat a few of them): the major with the most rows, the newest on a tie."""
+    if "server_major" not in df.columns or df["server_major"].is_null().all():
+        return None
+    counts = df.group_by("server_major").len().drop_nulls("server_major")
+    return int(counts.sort(["len", "server_major"], descending=True)["server_major"][0])
+
+
+def on_server(df: pl.DataFrame, major: int | None) -> pl.DataFrame:
+    """The rows measured on `major` (rows from before the server column count as the primary's)."""
+    if major is None or "server_major" not in df.columns:
+        return df
+    return df.filter(pl.col("server_major").fill_null(major) == major)
+
+
+def servers_table(df: pl.DataFrame, primary: int) -> Table:
+    """Every cell another server measured, beside the primary server's same cell."""
+    both = measured(df).filter(pl.col("throughput_jobs_s").is_not_null()).group_by(
+        "server_major", *KEYS).agg(pl.col("throughput_jobs_s").mean().alias("mean"),
+                                   pl.col("pgbench_jobs_s").mean().alias("pgbench"))
+    base = both.filter(pl.col("server_major") == primary).drop("server_major")
+    rows = []
+    for other in sorted(set(both["server_major"].to_list()) - {primary}, reverse=True):
+        part = both.filter(pl.col("server_major") == other).join(base, on=KEYS, suffix="_primary")
+        for r in _in_config_order(part, "queue", "jobs", "concurrency").iter_rows(named=True):
+            rows.append({
+                "config": r["config"], "queue": r["queue"], "jobs": fmt(r["jobs"]), "clients": str(r["concurrency"]),
+                f"PG {primary} jobs/s": fmt(r["mean_primary"]), f"PG {other} jobs/s": fmt(r["mean"]),
+                f"PG {other} / PG {primary}": ratio(r["mean"] / r["mean_primary"]),
+                f"pgbench PG {other} / PG {primary}": ratio(r["pgbench"] / r["pgbench_primary"])
+                if r["pgbench"] and r["pgbench_primary"] else "–",
+            })
+    return Table(rows) if rows else Table([{"servers": "no other server's run is published"}])
+
+
+def servers_findings(df: pl.DataFrame, crashes: pl.DataFrame, primary: int) -> list[str]:
+    """Per other server: the spread of its throughput ratio over the shared cells, and its crash loss."""
+    out = []
+    both = measured(df).filter(pl.col("throughput_jobs_s").is_not_null()).group_by(
+        "server_major", *KEYS).agg(pl.col("throughput_jobs_s").mean().alias("mean"))
+    base = both.filter(pl.col("server_major") == primary).drop("server_major")
+    for other in sorted(set(both["server_major"].to_list()) - {primary}, reverse=True):
+        part = both.filter(pl.col("server_major") == other).join(base, on=KEYS, suffix="_primary").with_columns(
+            (pl.col("mean") / pl.col("mean_primary")).alias("r"))
+        if part.is_empty():
+            continue
+        within = part.filter(pl.col("r").is_between(*SAME)).height
+        text = (f"PostgreSQL {other} against {primary}, cell by cell ({', '.join(sorted(set(part['config'])))}; "
+                f"{plural(part.height, 'cell')}): {ratio(part['r'].min())} – {ratio(part['r'].max())} "
+                f"(median {ratio(part['r'].median())}); {within} of {part.height} within 10 %.")
+        cs = crash_summary(on_server(crashes, other)) if crashes.height else pl.DataFrame()
+        if not cs.is_empty():
+            durable = cs.filter(pl.col("synchronous_commit") != "off")
+            lost = int(durable["lost_max"].max()) if durable.height else None
+            if lost is not None:
+                text += (f" Its durable configuration lost {'nothing' if lost == 0 else f'up to {lost} jobs'} in "
+                         f"{plural(int(durable['crashes'].sum()), 'crash', 'crashes')}")
+            unsafe = cs.filter(pl.col("synchronous_commit") == "off")
+            if unsafe.height:
+                text += ("; with async commit it lost a median of "
+                         + ", ".join(f"{fmt(r['lost_median'])} acknowledged {r['mode']}s" for r in unsafe.iter_rows(named=True)))
+            text += "."
+        out.append(text)
+    return out
+
+
+# --- the server's limit (pgbench beside each sample, benchlib/limits.py) -------------------
+
+def limit_table(df: pl.DataFrame) -> Table:
+    """Per configuration and backlog, one column per client count: harness / pgbench (pgbench jobs/s)."""
+    p = limits.paired(df, KEYS)
+    rows = []
+    for (config, queue, jobs), part in _in_config_order(p, "queue", "jobs", "concurrency").group_by(
+            "config", "queue", "jobs", maintain_order=True):
+        row = {"config": config, "queue": queue, "jobs": fmt(jobs)}
+        for r in part.iter_rows(named=True):
+            row[f"{r['concurrency']} clients"] = f"{r['ratio']:.2f} ({fmt(r['pgbench'])})"
+        rows.append(row)
+    return limits.cell_table(rows)
+
+
+def limit_findings(df: pl.DataFrame) -> list[str]:
+    """How close the harness came, and what pgbench says about the async lever without our client."""
+    p = limits.paired(df, KEYS)
+    if p.is_empty():
+        return []
+    best, worst = limits.extremes(p)
+    out = [f"The harness reached {limits.spread(p)} of pgbench's rate for the same statements on the same server; "
+           f"closest at {best['config']}, {plural(best['concurrency'], 'client')} ({best['ratio']:.2f}), furthest at "
+           f"{worst['config']}, {plural(worst['concurrency'], 'client')} ({worst['ratio']:.2f})."]
+    jobs = int(p["jobs"].min())
+    for c in sorted({int(p["concurrency"].min()), int(p["concurrency"].max())}):
+        d = p.filter((pl.col("config") == "default") & (pl.col("jobs") == jobs) & (pl.col("concurrency") == c))
+        a = p.filter((pl.col("config") == "async_commit") & (pl.col("jobs") == jobs) & (pl.col("concurrency") == c))
+        if d.height and a.height:
+            out.append(f"Without our client in the way, at {plural(c, 'client')} and {fmt(jobs)} jobs, pgbench puts "
+                       f"`synchronous_commit=off` at {ratio(a['pgbench'][0] / d['pgbench'][0])} `default` "
+                       f"({fmt(d['pgbench'][0])} → {fmt(a['pgbench'][0])} jobs/s); the harness measured "
+                       f"{ratio(a['harness'][0] / d['harness'][0])}.")
+    return out

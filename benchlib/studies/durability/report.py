@@ -8,6 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from benchlib import limits
 from benchlib.studies.durability import analysis, charts
 from benchlib.studies.durability.measure import CONFIGS
 
@@ -16,13 +17,17 @@ TITLE = "Durability: commit settings, throughput, and what a crash takes back"
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
-    df, crashes = tables["samples"], tables["crashes"]
+    every, all_crashes = tables["samples"], tables["crashes"]
+    # the study's own sections are about the default server; other servers get theirs below
+    primary = analysis.primary_major(every)
+    df, crashes = analysis.on_server(every, primary), analysis.on_server(all_crashes, primary)
+    others = sorted(set(every["server_major"].drop_nulls().to_list()) - {primary}) if primary else []
     summary = analysis.summarize(df)
     fitted = analysis.fits(df)
     fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
     cores = manifests[0]["machine"]["cores"] if manifests else None
-    failed = pl.concat([df.filter(pl.col("error").is_not_null()).select("config", "queue", "error"),
-                        crashes.filter(pl.col("error").is_not_null()).select("config", "queue", "error")])
+    failed = pl.concat([every.filter(pl.col("error").is_not_null()).select("config", "queue", "error"),
+                        all_crashes.filter(pl.col("error").is_not_null()).select("config", "queue", "error")])
     return {
         "configs": {c: CONFIGS[c] for c in analysis.config_order(df)},
         "servers": {m["stem"]: m["server"]["version"].split(" on ")[0]
@@ -35,12 +40,18 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "crash_table": analysis.crash_table(crashes).markdown(),
         "findings": analysis.findings(summary, crashes, fsync, cores),
         "headline": analysis.headline(summary, crashes),
+        "limit": {"table": analysis.limit_table(df).markdown(), "findings": analysis.limit_findings(df),
+                  "errors": limits.errors(every, ["config", "queue"])},
+        "primary": primary,
+        "others": {o: analysis.crash_table(analysis.on_server(all_crashes, o)).markdown() for o in others},
+        "servers_table": analysis.servers_table(every, primary).markdown() if others else "",
+        "servers_findings": analysis.servers_findings(every, all_crashes, primary) if others else [],
         "jobs": sorted(set(analysis.measured(df)["jobs"].to_list())),
         "concurrency": sorted(set(df["concurrency"].drop_nulls().to_list())),
         "samples": sorted(set(summary["samples"].to_list())),
-        "lost": int(df["lost"].fill_null(0).sum()),
-        "duplicates": int(df["duplicates"].fill_null(0).sum()),
-        "rows": df.height,
-        "crashes": crashes.filter(pl.col("error").is_null()).height,
+        "lost": int(every["lost"].fill_null(0).sum()),  # every server's rows: the accounting covers them all
+        "duplicates": int(every["duplicates"].fill_null(0).sum()),
+        "rows": every.height,
+        "crashes": all_crashes.filter(pl.col("error").is_null()).height,
         "errors": failed.group_by("config", "queue", "error", maintain_order=True).agg(rows=pl.len()).rows(named=True),
     }

@@ -1,0 +1,83 @@
+"""How close the harness came to the server's limit: the report's side of pgbench.
+
+Each measured row of a public-SQL design carries the pgbench run that followed it on
+the same server (benchlib/pgbench.py, METHOD.md rule 10). Here, per cell: the pairs,
+both means and the ratio's spread, a table of them, and the sentences the reports
+print. Systems whose SQL is internal have no limit of their own; they are set beside
+the reference design's limit at the same cell, and the table says whose limit it is.
+Pure functions over published rows, shared by the drain and durability reports.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from benchlib.tables import Table, fmt
+
+
+def _measured(df: pl.DataFrame) -> pl.DataFrame:
+    if "pgbench_jobs_s" not in df.columns:  # results from before the pgbench limit
+        return df.clear()
+    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
+
+
+def paired(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """Per cell (`keys`): pairs with a limit, harness and pgbench mean jobs/s, the ratio's mean / min / max,
+    and the fewest jobs a pgbench run finished (below the backlog: it left some behind)."""
+    m = _measured(df).filter(pl.col("pgbench_jobs_s").is_not_null())
+    r = pl.col("harness_ratio")
+    return m.group_by(keys).agg(
+        pl.len().alias("pairs"), pl.col("throughput_jobs_s").mean().alias("harness"),
+        pl.col("pgbench_jobs_s").mean().alias("pgbench"), r.mean().alias("ratio"), r.min().alias("ratio_min"),
+        r.max().alias("ratio_max"), pl.col("pgbench_jobs").min().alias("pgbench_jobs_min"),
+    ).sort(keys)
+
+
+def errors(df: pl.DataFrame, keys: Sequence[str]) -> list[dict]:
+    """Why limits are missing: one line per system and reason."""
+    if "pgbench_error" not in df.columns:
+        return []
+    failed = df.filter(pl.col("pgbench_error").is_not_null())
+    return failed.group_by(*keys, "pgbench_error", maintain_order=True).agg(rows=pl.len()).rows(named=True)
+
+
+def spread(p: pl.DataFrame) -> str:
+    """'0.71 – 0.93 (median 0.84) over 18 cells' for the ratio column of `paired` rows."""
+    if p.is_empty():
+        return ""
+    return (f"{p['ratio'].min():.2f} – {p['ratio'].max():.2f} (median {p['ratio'].median():.2f}) over "
+            f"{p.height} cells")
+
+
+def extremes(p: pl.DataFrame) -> tuple[dict, dict] | None:
+    """The cells where the harness came closest to and stayed furthest from the limit (on a tie,
+    the first in cell order)."""
+    if p.is_empty():
+        return None
+    return (p.sort("ratio", descending=True, maintain_order=True).row(0, named=True),
+            p.sort("ratio", maintain_order=True).row(0, named=True))
+
+
+def ratio_text(r: dict) -> str:
+    text = f"{r['ratio']:.2f}"
+    if r["pairs"] > 1:
+        text += f" ({r['ratio_min']:.2f} – {r['ratio_max']:.2f})"
+    return text
+
+
+def left_behind(p: pl.DataFrame, backlog: str) -> int:
+    """Cells where some pgbench run finished fewer jobs than the backlog (short dequeues)."""
+    if p.is_empty():
+        return 0
+    return p.filter(pl.col("pgbench_jobs_min") < pl.col(backlog)).height
+
+
+def cell_table(rows: list[dict[str, str]]) -> Table:
+    return Table(rows) if rows else Table([{"pgbench limit": "no measured row carries one (see the reasons below)"}])
+
+
+def describe(r: dict) -> dict[str, str]:
+    """The three columns every limit table shares."""
+    return {"harness jobs/s": fmt(r["harness"]), "pgbench jobs/s": fmt(r["pgbench"]),
+            "harness / pgbench": ratio_text(r)}

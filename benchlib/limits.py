@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from benchlib.pgbench import COLUMNS
 from benchlib.tables import Table, fmt
 
 
 def _measured(df: pl.DataFrame) -> pl.DataFrame:
-    if "pgbench_jobs_s" not in df.columns:  # results from before the pgbench limit
-        return df.clear()
-    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
+    missing = [pl.lit(None, dtype).alias(name) for name, (dtype, _) in COLUMNS.items() if name not in df.columns]
+    return df.with_columns(missing).filter(~pl.col("warmup") & pl.col("error").is_null())  # older runs: no limit
 
 
 def paired(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
@@ -74,7 +74,7 @@ def left_behind(p: pl.DataFrame, backlog: str) -> int:
 
 
 def cell_table(rows: list[dict[str, str]]) -> Table:
-    return Table(rows) if rows else Table([{"pgbench limit": "no measured row carries one (see the reasons below)"}])
+    return Table(rows) if rows else Table([{"pgbench limit": "no measured row carries one"}])
 
 
 def describe(r: dict) -> dict[str, str]:

@@ -213,6 +213,6 @@ def load_profile(data_dir: str | Path, study: str, profile: str, table: str = ""
     root = Path(data_dir) / study / profile
     pattern = f"{stem}.{table}.parquet" if table else f"{stem}.parquet"
     paths = [p for p in sorted(root.glob(pattern)) if table or p.name.count(".") == 1]
-    frames = [read_parquet(p) for p in paths]
+    frames = [read_parquet(p) for p in paths]  # runs published before a column was added lack it: null there
     manifests = [read_json(p) for p in sorted(root.glob(f"{stem}.manifest.json"))]
-    return (pl.concat(frames, how="vertical_relaxed") if frames else None), manifests
+    return (pl.concat(frames, how="diagonal_relaxed") if frames else None), manifests

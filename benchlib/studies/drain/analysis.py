@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib import limits, scaling
+from benchlib import limits, pgbench, queues, scaling
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
@@ -317,9 +317,9 @@ def limit_cells(df: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> tuple[pl
     own = limits.paired(pg, LIMIT_KEYS)
     ref = own.filter(pl.col("queue") == reference).select(
         "consumers", "batch_size", pl.col("pgbench").alias("pgbench"), pl.col("prefill").alias("reference_prefill"))
-    internal = measured(pg).filter(~pl.col("queue").is_in(own["queue"].unique().to_list()))
-    if "pgbench_jobs_s" in internal.columns:
-        internal = internal.filter(pl.col("pgbench_error").is_null())  # a design whose limit failed is not "internal"
+    names = pg["queue"].unique().to_list()
+    internal = measured(pg).filter(pl.col("queue").is_in(
+        [q for q in names if q in queues.QUEUES and not pgbench.applies(queues.QUEUES[q], "postgres")]))
     beside = internal.group_by(LIMIT_KEYS).agg(pl.len().alias("pairs"), pl.col("throughput_jobs_s").mean()
                                                .alias("harness")).join(ref, on=["consumers", "batch_size"])
     beside = beside.with_columns((pl.col("harness") / pl.col("pgbench")).alias("ratio")).sort(LIMIT_KEYS)

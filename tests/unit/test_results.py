@@ -83,3 +83,15 @@ def test_code_version_is_stable_and_scoped_to_the_modules_given():
     assert code_version(skip_locked.__file__) == code_version(skip_locked.__file__)
     assert len(code_version()) == 16
     assert code_version(skip_locked.__file__) != code_version(sqlite_queue.__file__) != code_version()
+
+
+def test_a_run_published_before_a_column_existed_loads_beside_a_newer_one(tmp_path):
+    """Runs of one study may come from different commits (a profile's runs are reused one by
+    one): an older file without the pgbench columns reads as nulls there, not as an error."""
+    root = tmp_path / "drain" / "standard"
+    root.mkdir(parents=True)
+    pl.DataFrame({"queue": ["pgqrs"], "throughput_jobs_s": [100.0]}).write_parquet(root / "a.samples.parquet")
+    pl.DataFrame({"queue": ["skip_locked"], "throughput_jobs_s": [900.0], "pgbench_jobs_s": [1000.0]}).write_parquet(
+        root / "b.samples.parquet")
+    df, _ = load_profile(tmp_path, "drain", "standard", "samples")
+    assert df.sort("queue")["pgbench_jobs_s"].to_list() == [None, 1000.0]

@@ -99,3 +99,27 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
     assert "How much does synchronous_commit=off buy" in text  # the answer table's row
     assert (tmp_path / "f" / "durability" / "smoke" / "throughput_vs_concurrency.svg").exists()
     assert "does **not** cover" in section
+    # every measured sample had its pgbench run: the limit section has numbers, not excuses
+    assert "The harness reached " in section and "of pgbench's rate for the same statements" in section
+    assert "Only the default server" in section  # no other server measured here
+
+
+async def test_a_second_server_is_compared_cell_by_cell(tmp_path):
+    """The durability study on the default server and on the system's PostgreSQL 15: the
+    report keeps the main tables to the default server and compares the two cell by cell."""
+    from benchlib.provision import binaries
+    from benchlib.studies import durability
+
+    if not any(b.major == 15 for b in binaries.available()):
+        pytest.skip("no PostgreSQL 15 on this machine (Debian's postgresql-15)")
+    data = tmp_path / "data"
+    for major in (None, 15):
+        await durability.run(durability.Params(config="default", concurrency=[1, 2], jobs=[150], samples=1,
+                                               warmup=0, crashes=1, crash_after_s=[0.2, 0.3], crash_backlog=500,
+                                               pg_major=major), data_dir=data, profile="smoke", progress=False)
+    text = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
+    section = text[text.index("## " + durability.report.TITLE):]
+    primary = binaries.choose().major
+    assert f"### The server version: PostgreSQL {primary} and 15" in section
+    assert f"PostgreSQL 15 against {primary}, cell by cell (default; 2 cells)" in section
+    assert f"| PG {primary} jobs/s | PG 15 jobs/s |" in section and "**Crash loss on PostgreSQL 15**" in section

@@ -117,3 +117,16 @@ def test_a_server_the_machine_lacks_is_skipped_and_said(tmp_path, monkeypatch, c
     (row,) = sweep.summary(jobs, tmp_path / "data", "smoke").rows
     assert row["time"] == "skipped" and "PostgreSQL 99" in row["results"]
     assert not (tmp_path / "data" / "durability").exists()
+
+
+def test_the_sweep_summary_counts_a_durability_run_with_its_crash_rows(tmp_path):
+    """Every study's run gets a summary line (the durability study's had none: the sweep
+    ended in an AttributeError after measuring everything)."""
+    where = tmp_path / "durability" / "smoke"
+    where.mkdir(parents=True)
+    pl.DataFrame({"lost": [0, 0], "duplicates": [0, 1], "error": [None, None]}).write_parquet(
+        where / "default.samples.parquet")
+    pl.DataFrame({"lost": [700, 3], "error": [None, "RuntimeError: restart failed"]}).write_parquet(
+        where / "default.crashes.parquet")
+    (row,) = sweep.summary([sweep.Job("durability", "default", None, {}, tmp_path / "x.ipynb")], tmp_path, "smoke").rows
+    assert (row["lost"], row["duplicates"], row["failed"]) == ("0", "1", "1")

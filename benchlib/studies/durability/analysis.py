@@ -12,6 +12,7 @@ import polars as pl
 
 from benchlib import limits, scaling
 from benchlib.studies.drain.analysis import measured  # the same rows count: the sample is drain_once's
+from benchlib.studies.drain.analysis import totals as drain_totals
 from benchlib.studies.durability.measure import CONFIGS
 from benchlib.tables import Table, fmt, plural, ratio
 
@@ -30,6 +31,16 @@ def _in_config_order(df: pl.DataFrame, *then: str) -> pl.DataFrame:
     """Rows sorted as CONFIGS lists the configurations (default first), then by `then`."""
     rank = pl.col("config").replace_strict({c: i for i, c in enumerate(CONFIGS)}, default=len(CONFIGS))
     return df.with_columns(rank.alias("_rank")).sort("_rank", *then).drop("_rank")
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """The sweep summary's accounting: lost and duplicates of the throughput samples (every
+    job counted once, as in the drain study), failed sample and crash rows. What a crash took
+    back is the study's result, not an accounting failure: the report tables it."""
+    samples, crashes = tables.get("samples"), tables.get("crashes")
+    out = drain_totals({"samples": samples})
+    out["failed"] += int(crashes["error"].is_not_null().sum()) if crashes is not None else 0
+    return out
 
 
 def summarize(df: pl.DataFrame) -> pl.DataFrame:

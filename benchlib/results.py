@@ -177,24 +177,38 @@ class Store:
                                                                   "when this run publishes")
         if published is not None:
             rows = published.filter(pl.col("cell_key") == key)
-            if rows.height:
+            # a cell may have no rows in one of its study's tables (a durability throughput cell
+            # has no crash rows): the published manifest's list of cells says it was measured
+            if rows.height or key in self._published_cells(stem):
                 return rows
         return None
+
+    def _published_cells(self, stem: str) -> set[str]:
+        """The cells of the published run of `stem` (its manifest's list); none if it is unreadable."""
+        path = self.manifest_path(stem)
+        try:
+            return set(read_json(path).get("cells") or []) if path.exists() else set()
+        except BenchError:
+            return set()
 
     def put_cell(self, key: str, df: pl.DataFrame, table: str = "") -> None:
         write_parquet(df, self._cell_path(key, table))
 
-    def holds_exactly(self, stem: str, keys: Iterable[str], table: str = "") -> bool:
-        """True when the published file of `stem` holds exactly the cells `keys`, with a readable manifest."""
-        rows = self._readable(self.published(stem, table), "it is replaced", columns=["cell_key"])
-        if rows is None or set(rows["cell_key"]) != set(keys):
-            return False
+    def holds_exactly(self, stem: str, keys: Iterable[str], tables: Iterable[str] = ("",)) -> bool:
+        """True when the published files of `stem` hold exactly the cells `keys` between them (every
+        cell has rows in at least one table), and its readable manifest lists those cells."""
+        keys, found = set(keys), set()
+        for table in tables:
+            rows = self._readable(self.published(stem, table), "it is replaced", columns=["cell_key"])
+            if rows is None:
+                return False
+            found |= set(rows["cell_key"])
         try:
-            read_json(self.manifest_path(stem))
+            listed = set(read_json(self.manifest_path(stem)).get("cells") or [])
         except BenchError as err:
             self.warn(f"warning: {err}; it is replaced")
             return False
-        return True
+        return found == keys and listed == keys
 
     def publish(self, stem: str, tables: Mapping[str, pl.DataFrame], manifest: Mapping[str, Any]) -> None:
         """Replace the published tables and manifest of `stem`, each atomically; the manifest last."""

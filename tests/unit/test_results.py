@@ -71,10 +71,30 @@ def test_cell_cache_roundtrip_and_published_fallback(tmp_path):
     store.put_cell(key, cell)
     assert store.cached(key, "postgres__skip_locked").equals(cell)
     (store.cells / f"{key}.parquet").unlink()
-    store.publish("postgres__skip_locked", {"": cell}, {"run_id": "r1"})
+    store.publish("postgres__skip_locked", {"": cell}, {"run_id": "r1", "cells": [key]})
     assert store.holds_exactly("postgres__skip_locked", [key])
     assert store.cached(key, "postgres__skip_locked").equals(cell)
-    assert json.loads(store.manifest_path("postgres__skip_locked").read_text()) == {"run_id": "r1"}
+    assert json.loads(store.manifest_path("postgres__skip_locked").read_text()) == {"run_id": "r1", "cells": [key]}
+
+
+def test_a_fresh_clone_reuses_a_cell_that_has_no_rows_in_one_of_its_tables(tmp_path):
+    """A durability throughput cell has samples and no crash rows, a crash cell the reverse.
+    From the published files alone (a fresh clone has no resume cache) both are reused, and
+    a run that reused everything is recognised as holding exactly those cells, so nothing is
+    re-measured and nothing republished (it was: the standard sweep re-measured durability)."""
+    from benchlib.studies.durability.measure import CRASHES, SAMPLES
+
+    store = Store(tmp_path / "durability" / "standard", tmp_path / "durability" / ".cells")
+    throughput, crash = cell_key(cell="throughput"), cell_key(cell="crash")
+    samples = frame([{"config": "default", "queue": "skip_locked", "sample": 0, "cell_key": throughput}], SAMPLES)
+    crashes = frame([{"config": "default", "queue": "skip_locked", "crash": 0, "cell_key": crash}], CRASHES)
+    store.publish("default", {"samples": samples, "crashes": crashes}, {"cells": [throughput, crash]})
+    assert store.cached(throughput, "default", "samples").height == 1
+    assert store.cached(throughput, "default", "crashes").height == 0  # measured, no crash rows: reused
+    assert store.cached(crash, "default", "samples").height == 0
+    assert store.holds_exactly("default", [throughput, crash], ["samples", "crashes"])
+    assert store.cached(cell_key(cell="new"), "default", "crashes") is None  # a cell never measured is not
+    assert not store.holds_exactly("default", [throughput], ["samples", "crashes"])
 
 
 def test_code_version_is_stable_and_scoped_to_the_modules_given():

@@ -98,3 +98,23 @@ def test_other_servers_are_compared_cell_by_cell_and_kept_out_of_the_main_tables
     assert "PostgreSQL 15 against 18, cell by cell (default; 2 cells): 0.80× – 1.10× (median 0.95×); 1 of 2 within 10 %" \
         in line
     assert "lost nothing in 3 crashes" in line
+
+
+def test_a_server_comparison_says_when_the_machine_was_not_the_same():
+    """The servers run one after the other; when the disk or the CPU share differed between
+    their runs, the comparison says so instead of crediting the server with the gap."""
+    rows = frame(_with_limit(_samples("default", {1: 500}), {1: 600})
+                 + _with_limit(_samples("async_commit", {1: 900}), {1: 1000})
+                 + _with_limit(_samples("default", {1: 250}), {1: 300}, major=15), SAMPLES)
+    none = frame([], CRASHES)
+    manifests = [{"server": {"major": 18}, "machine": {"fsync_per_s": 10_000.0}, "company": {"steal_share": 0.0}},
+                 {"server": {"major": 18}, "machine": {"fsync_per_s": 9_000.0}, "company": {"steal_share": 0.01}},
+                 {"server": {"major": 15}, "machine": {"fsync_per_s": 5_000.0}, "company": {"steal_share": 0.11}}]
+    machine = analysis.conditions(manifests)
+    assert machine[15] == {"fsync": 5_000.0, "busy": 0.11}
+    (line,) = analysis.servers_findings(rows, none, 18, machine)
+    assert "fdatasync rate measured by their runs was 10,000/s (PostgreSQL 18) and 5,000/s (15)" in line
+    assert "the machine was not the same for both" in line
+    alike = {18: {"fsync": 10_000.0, "busy": 0.02}, 15: {"fsync": 9_500.0, "busy": 0.03}}
+    (line,) = analysis.servers_findings(rows, none, 18, alike)
+    assert "the same machine, so the gap is the servers'." in line

@@ -274,9 +274,37 @@ def servers_table(df: pl.DataFrame, primary: int) -> Table:
     return Table(rows) if rows else Table([{"servers": "no other server's run is published"}])
 
 
-def servers_findings(df: pl.DataFrame, crashes: pl.DataFrame, primary: int) -> list[str]:
-    """Per other server: the spread of its throughput ratio over the shared cells, and its crash loss."""
+def conditions(manifests: list[dict]) -> dict[int, dict[str, float | None]]:
+    """Per server major: the machine as its runs found it (median fdatasync rate the run measured,
+    share of the CPU other processes and the hypervisor took). The servers are measured one after
+    the other, so these say whether they met the same machine."""
+    by: dict[int, list[dict]] = {}
+    for m in manifests:
+        by.setdefault(m["server"]["major"], []).append(m)
+
+    def median(values: list) -> float | None:
+        values = sorted(v for v in values if v is not None)
+        return values[len(values) // 2] if values else None
+
+    return {major: {"fsync": median([m["machine"].get("fsync_per_s") for m in ms]),
+                    "busy": median([(m.get("company") or {}).get("others_share", 0)
+                                    + (m.get("company") or {}).get("steal_share", 0) for m in ms])}
+            for major, ms in by.items()}
+
+
+def _same_machine(a: dict, b: dict) -> bool:
+    """Whether two servers' runs met the machine alike: fsync rates within 25 %, CPU taken within 5 points."""
+    if not (a.get("fsync") and b.get("fsync")):
+        return True
+    return 0.8 <= a["fsync"] / b["fsync"] <= 1.25 and abs((a.get("busy") or 0) - (b.get("busy") or 0)) < 0.05
+
+
+def servers_findings(df: pl.DataFrame, crashes: pl.DataFrame, primary: int,
+                     machine: dict[int, dict] | None = None) -> list[str]:
+    """Per other server: the spread of its throughput ratio over the shared cells, its crash loss,
+    and whether the machine was the same for both (they ran one after the other)."""
     out = []
+    machine = machine or {}
     both = measured(df).filter(pl.col("throughput_jobs_s").is_not_null()).group_by(
         "server_major", *KEYS).agg(pl.col("throughput_jobs_s").mean().alias("mean"))
     base = both.filter(pl.col("server_major") == primary).drop("server_major")
@@ -301,6 +329,15 @@ def servers_findings(df: pl.DataFrame, crashes: pl.DataFrame, primary: int) -> l
                 text += ("; with async commit it lost a median of "
                          + ", ".join(f"{fmt(r['lost_median'])} acknowledged {r['mode']}s" for r in unsafe.iter_rows(named=True)))
             text += "."
+        here, there = machine.get(primary, {}), machine.get(other, {})
+        if here.get("fsync") and there.get("fsync"):
+            text += (f" The servers ran one after the other, not side by side: the disk's fdatasync rate measured "
+                     f"by their runs was {fmt(here['fsync'])}/s (PostgreSQL {primary}) and {fmt(there['fsync'])}/s "
+                     f"({other}), and other processes and the hypervisor took {100 * (here.get('busy') or 0):.0f} % "
+                     f"and {100 * (there.get('busy') or 0):.0f} % of the CPU")
+            text += (": the same machine, so the gap is the servers'." if _same_machine(here, there) else
+                     ": the machine was not the same for both, so part of this gap may be the machine's, not the "
+                     "server's; rerun both before drawing a conclusion.")
         out.append(text)
     return out
 

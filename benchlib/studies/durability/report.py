@@ -45,7 +45,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "primary": primary,
         "others": {o: analysis.crash_table(analysis.on_server(all_crashes, o)).markdown() for o in others},
         "servers_table": analysis.servers_table(every, primary).markdown() if others else "",
-        "servers_findings": analysis.servers_findings(every, all_crashes, primary) if others else [],
+        "servers_findings": analysis.servers_findings(every, all_crashes, primary, analysis.conditions(manifests))
+                            if others else [],
         "jobs": sorted(set(analysis.measured(df)["jobs"].to_list())),
         "concurrency": sorted(set(df["concurrency"].drop_nulls().to_list())),
         "samples": sorted(set(summary["samples"].to_list())),

@@ -118,3 +118,17 @@ def test_a_server_comparison_says_when_the_machine_was_not_the_same():
     alike = {18: {"fsync": 10_000.0, "busy": 0.02}, 15: {"fsync": 9_500.0, "busy": 0.03}}
     (line,) = analysis.servers_findings(rows, none, 18, alike)
     assert "the same machine, so the gap is the servers'." in line
+
+
+def test_a_configuration_whose_run_met_another_machine_is_not_credited_with_the_gap():
+    """tuned 3x default is not "memory does not matter": the sentence follows the ratio, and a
+    run that met another disk or CPU share than default's says so."""
+    rows = frame(_samples("default", {1: 500, 16: 2000}) + _samples("tuned", {1: 1500, 16: 2600}), SAMPLES)
+    summary = analysis.summarize(rows)
+    machine = {"default": {"fsync": 5_000.0, "busy": 0.12}, "tuned": {"fsync": 12_000.0, "busy": 0.01}}
+    text = " ".join(analysis.findings(summary, frame([], CRASHES), None, None, machine))
+    assert "`tuned` (shared_buffers 256MB, work_mem 8MB) is 3.00× `default` at 1 client (but its run met another " \
+           "machine than `default`'s: fdatasync 12,000/s against 5,000/s, 1 % against 12 % of the CPU" in text
+    assert "memory is not what" not in text and "the reference found tuning within noise" in text
+    alike = {"default": {"fsync": 10_000.0, "busy": 0.01}, "tuned": {"fsync": 11_000.0, "busy": 0.02}}
+    assert "another machine" not in " ".join(analysis.findings(summary, frame([], CRASHES), None, None, alike))

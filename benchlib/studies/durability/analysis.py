@@ -137,11 +137,26 @@ def _band(r: float) -> str:
 
 
 def findings(summary: pl.DataFrame, crashes: pl.DataFrame, fsync_per_s: float | None,
-             cores: int | None) -> list[str]:
-    """Plain words, every number from the rows: the async lever, tuning, group commit, the bound, the crash."""
+             cores: int | None, machine: dict[str, dict] | None = None) -> list[str]:
+    """Plain words, every number from the rows: the async lever, tuning, group commit, the bound, the crash.
+
+    `machine` (per configuration, `conditions` of its run): a configuration whose run met
+    another machine than `default`'s (this VM's disk and CPU share vary by the minute) is
+    compared all the same, and the sentence says so rather than crediting the setting.
+    """
     out: list[str] = []
     if summary.is_empty():
         return out
+    machine = machine or {}
+
+    def caveat(config: str) -> str:
+        here, base = machine.get(config, {}), machine.get("default", {})
+        if _same_machine(here, base):
+            return ""
+        return (f" (but its run met another machine than `default`'s: fdatasync {fmt(here['fsync'])}/s against "
+                f"{fmt(base['fsync'])}/s, {100 * (here.get('busy') or 0):.0f} % against "
+                f"{100 * (base.get('busy') or 0):.0f} % of the CPU taken by others, so the ratio is not the "
+                "setting's alone)")
     queue = summary["queue"][0]
     jobs = int(summary["jobs"].min())
     lo, hi = int(summary["concurrency"].min()), int(summary["concurrency"].max())
@@ -152,6 +167,7 @@ def findings(summary: pl.DataFrame, crashes: pl.DataFrame, fsync_per_s: float | 
                 f"({fmt(d_lo)} → {fmt(a_lo)} jobs/s, {queue}, {fmt(jobs)} jobs)")
         if d_hi and a_hi:
             text += f" and {ratio(a_hi / d_hi)} at {hi} ({fmt(d_hi)} → {fmt(a_hi)})"
+        text += caveat("async_commit")
         text += (f". The reference measured {ratio(REFERENCE['async_ratio_1'])} at one worker "
                  f"({REFERENCE['default_1']:,} → {REFERENCE['async_1']:,}).")
         out.append(text)
@@ -165,16 +181,18 @@ def findings(summary: pl.DataFrame, crashes: pl.DataFrame, fsync_per_s: float | 
         out.append(text + ".")
     t_lo = _mean(summary, "tuned", queue, jobs, lo)
     if d_lo and t_lo:
+        same = SAME[0] <= t_lo / d_lo <= SAME[1]
         out.append(f"`tuned` (shared_buffers 256MB, work_mem 8MB) is {_band(t_lo / d_lo)} `default` at "
-                   f"{plural(lo, 'client')}: memory is not what a queue's tight loop waits on (the reference found "
-                   "the same: within noise).")
+                   f"{plural(lo, 'client')}{caveat('tuned')}"
+                   + (": memory is not what a queue's tight loop waits on (the reference found the same: within "
+                      "noise)." if same else "; the reference found tuning within noise of the defaults."))
     g_lo, g_hi = _mean(summary, "group_commit", queue, jobs, lo), _mean(summary, "group_commit", queue, jobs, hi)
     if d_hi and g_hi and a_hi:
         out.append(f"Group commit (`commit_delay={CONFIGS['group_commit']['commit_delay']}`, "
                    f"`commit_siblings={CONFIGS['group_commit']['commit_siblings']}`) is {_band(g_hi / d_hi)} "
                    f"`default` at {hi} clients and recovers {_recovered(d_hi, g_hi, a_hi)} of the way to async "
                    f"there" + (f"; at {plural(lo, 'client')} it is {_band(g_lo / d_lo)} `default` (no sibling "
-                               "to wait for)" if g_lo and d_lo else "") + ".")
+                               "to wait for)" if g_lo and d_lo else "") + caveat("group_commit") + ".")
     if d_lo and a_lo and a_lo > d_lo:
         t_d, t_a = 1000 / d_lo, 1000 / a_lo  # ms per job, two commits each (the claim and the ack)
         share = (t_d - t_a) / t_d
@@ -274,13 +292,14 @@ def servers_table(df: pl.DataFrame, primary: int) -> Table:
     return Table(rows) if rows else Table([{"servers": "no other server's run is published"}])
 
 
-def conditions(manifests: list[dict]) -> dict[int, dict[str, float | None]]:
-    """Per server major: the machine as its runs found it (median fdatasync rate the run measured,
-    share of the CPU other processes and the hypervisor took). The servers are measured one after
-    the other, so these say whether they met the same machine."""
-    by: dict[int, list[dict]] = {}
+def conditions(manifests: list[dict], by_config: bool = False) -> dict[Any, dict[str, float | None]]:
+    """Per server major (or, `by_config`, per configuration on one server): the machine as its
+    runs found it (median fdatasync rate the runs measured, share of the CPU other processes and
+    the hypervisor took). Runs are measured one after the other, so these say whether they met
+    the same machine."""
+    by: dict[Any, list[dict]] = {}
     for m in manifests:
-        by.setdefault(m["server"]["major"], []).append(m)
+        by.setdefault(m["params"]["config"] if by_config else m["server"]["major"], []).append(m)
 
     def median(values: list) -> float | None:
         values = sorted(v for v in values if v is not None)

@@ -24,6 +24,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     others = sorted(set(every["server_major"].drop_nulls().to_list()) - {primary}) if primary else []
     summary = analysis.summarize(df)
     fitted = analysis.fits(df)
+    # per configuration on the default server: the machine its run met (the Bound sentence uses default's disk)
+    machine = analysis.conditions([m for m in manifests if m["server"]["major"] == primary], by_config=True)
     fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
     cores = manifests[0]["machine"]["cores"] if manifests else None
     failed = pl.concat([every.filter(pl.col("error").is_not_null()).select("config", "queue", "error"),
@@ -38,7 +40,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "table": analysis.table(summary).markdown(),
         "fits": analysis.fits_table(fitted).markdown(),
         "crash_table": analysis.crash_table(crashes).markdown(),
-        "findings": analysis.findings(summary, crashes, fsync, cores),
+        "findings": analysis.findings(summary, crashes, machine.get("default", {}).get("fsync") or fsync, cores,
+                                      machine),
         "headline": analysis.headline(summary, crashes),
         "limit": {"table": analysis.limit_table(df).markdown(), "findings": analysis.limit_findings(df),
                   "errors": limits.errors(every, ["config", "queue"])},

@@ -53,8 +53,10 @@ async def test_a_system_with_internal_sql_gets_no_limit_and_no_error(pg_db):
 
 
 async def test_cancelling_mid_run_leaves_no_pgbench_behind(pg_db):
-    task = asyncio.create_task(pgbench.run(pg_db, queues.get("skip_locked", "postgres"), 1, 1, 200_000))
-    for _ in range(600):  # until pgbench is running
+    # 30,000 jobs at batch 1 keep one pgbench client busy for half a minute or more; the
+    # prefill before it takes seconds, more on a loaded CI machine, so wait up to two minutes
+    task = asyncio.create_task(pgbench.run(pg_db, queues.get("skip_locked", "postgres"), 1, 1, 30_000))
+    for _ in range(2400):  # until pgbench is running
         if _pgbench_children():
             break
         await asyncio.sleep(0.05)
@@ -65,7 +67,14 @@ async def test_cancelling_mid_run_leaves_no_pgbench_behind(pg_db):
 
 
 def _pgbench_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.name() == "pgbench"]
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.name() == "pgbench" and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:  # a child that ended while we looked (a server backend, a finished tool)
+            pass
+    return found
 
 
 async def test_every_measured_drain_row_carries_its_limit(tmp_path):

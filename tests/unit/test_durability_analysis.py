@@ -132,3 +132,12 @@ def test_a_configuration_whose_run_met_another_machine_is_not_credited_with_the_
     assert "memory is not what" not in text and "the reference found tuning within noise" in text
     alike = {"default": {"fsync": 10_000.0, "busy": 0.01}, "tuned": {"fsync": 11_000.0, "busy": 0.02}}
     assert "another machine" not in " ".join(analysis.findings(summary, frame([], CRASHES), None, None, alike))
+
+
+def test_the_headline_says_when_the_async_and_default_runs_met_different_machines():
+    summary = analysis.summarize(SAMPLE_ROWS)
+    apart = {"default": {"fsync": 5_000.0, "busy": 0.14}, "async_commit": {"fsync": 7_200.0, "busy": 0.06}}
+    (row,) = analysis.headline(summary, CRASH_ROWS, apart)
+    assert row["evidence"].endswith("so the ratio is not the setting's alone")
+    (row,) = analysis.headline(summary, CRASH_ROWS)
+    assert "different machines" not in row["evidence"]

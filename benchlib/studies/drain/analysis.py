@@ -362,9 +362,8 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
                 "server can run, not between our client and the system.")
         mine, theirs = int(p["prefill"].max()), int(p["reference_prefill"].max())
         if mine < theirs:
-            text += (f" It drained {fmt(mine)} jobs against the reference's {fmt(theirs)}, and rates here fall as "
-                     "the backlog grows (the durability study's cells run the same design faster over 2,000 jobs "
-                     "than over 5,000), so the ratio flatters it.")
+            text += (f" It drained {fmt(mine)} jobs against the reference's {fmt(theirs)}: backlogs of different "
+                     "sizes are not like for like, so read this ratio as indicative only.")
         out.append(text)
     return out
 

@@ -40,7 +40,7 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     manifest = json.loads(original)
     manifest["company"] |= {"others_share": 0.35, "steal_share": 0.05, "cpu_s_others": 4.0}
     for cell in manifest["company_per_cell"].values():  # what this machine really had is not the subject here
-        cell |= {"others_share": 0.0, "steal_share": 0.0}
+        cell |= {"others_share": 0.0, "steal_share": 0.0, "cpu_s_steal": 0.0}
     first_cell, second_cell = list(manifest["company_per_cell"])[:2]
     manifest["company_per_cell"][first_cell] |= {"others_share": 0.5, "cpu_s_others": 2.0}
     # a cell of a few milliseconds: one 10 ms tick of someone else's CPU reads as 120%

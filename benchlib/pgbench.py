@@ -32,7 +32,7 @@ import polars as pl
 
 from benchlib.errors import BenchError, failure_reason
 from benchlib.provision import binaries
-from benchlib.provision.local_cluster import _die_with_parent
+from benchlib.provision.lifetime import dies_with_us
 from benchlib.results import Schema
 
 STATEMENTS = ("dequeue", "undone")  # what a design's .sql needs for a pgbench limit (`ack` if it has one)
@@ -117,7 +117,7 @@ async def drive(target: Any, queue: Any, enqueued: list[int], clients: int, batc
         str(exe), "--no-vacuum", "--protocol=prepared", f"--client={clients}", "--jobs=1",
         f"--transactions={per_client}", f"--define=batch={batch}", "--file=-",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env=env, cwd="/", preexec_fn=_die_with_parent)
+        env=env, cwd="/", preexec_fn=dies_with_us())
     try:
         out, err = await proc.communicate(script(queue.SQL).encode())
     finally:

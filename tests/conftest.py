@@ -36,6 +36,18 @@ def committed_results_stay_as_they_are():
     assert _published_state() == before, "a test changed data/, figures/ or report.md"
 
 
+def _as_background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+
+@pytest.fixture(params=[None, _as_background_job], ids=["from-a-terminal", "as-a-background-job"])
+def started_as(request):
+    """A preexec_fn for a harness a test will SIGKILL: started as from a terminal, or the way a
+    shell starts a background job (SIGINT and SIGQUIT ignored, and inherited by its children)."""
+    return request.param
+
+
 @pytest.fixture(scope="session")
 async def pg_server() -> AsyncIterator[PgServer]:
     async with open_backend("postgres") as server:

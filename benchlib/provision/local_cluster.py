@@ -39,8 +39,8 @@ import psutil
 from benchlib import tempdirs
 from benchlib.errors import BenchError
 from benchlib.provision.binaries import ServerBinaries
+from benchlib.provision.lifetime import dies_with_us
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
 _LIVE: set[LocalCluster] = set()
@@ -49,10 +49,6 @@ SERVER_ACCOUNT = "postgres"
 # here once: root-owned, so no other user can change what root then runs as postgres.
 BINARY_CACHE = Path("/var/cache/benchlib")
 HBA = "# benchlib throwaway cluster: unix socket only, in a 0700 directory\nlocal all all trust\n"
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGQUIT)
 
 
 def _is_postgres(p: psutil.Process) -> bool:
@@ -232,7 +228,7 @@ class LocalCluster:
             cmd += ["-c", f"{key}={value}"]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=_die_with_parent,
+                                         start_new_session=True, preexec_fn=dies_with_us(signal.SIGQUIT),
                                          **as_server(cwd=self.root))
         self._wait_ready(timeout)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from benchlib import tempdirs
 from benchlib.errors import BenchError
-from benchlib.provision.local_cluster import _die_with_parent
+from benchlib.provision.lifetime import dies_with_us
 
 DEFAULTS = {"latency_ms": "60"}
 BUCKET = "benchlib"
@@ -122,7 +122,7 @@ async def s3(plan: S3Plan) -> AsyncIterator[S3Target]:
                 [sys.executable, "-m", "benchlib.provision.s3_server", str(root), "--bucket", BUCKET,
                  "--latency-ms", plan.settings["latency_ms"]],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=root,
-                start_new_session=True, preexec_fn=_die_with_parent)
+                start_new_session=True, preexec_fn=dies_with_us())
         proc.stdin.write(f"{key_id}\n".encode())
         proc.stdin.close()
         port = _wait_ready(proc, root)

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 from benchlib.errors import BenchError
+from benchlib.provision.lifetime import dies_with_us
 from benchlib.queues.base import Handled
 
 LINE_LIMIT = 1 << 24  # a batched `handled` line may be long
@@ -146,7 +147,7 @@ class JsonLinesSystem:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env={**os.environ, "BENCH_DSN": target.dsn},
-                start_new_session=True, limit=LINE_LIMIT)
+                start_new_session=True, preexec_fn=dies_with_us(), limit=LINE_LIMIT)
         except OSError as err:
             raise BenchError(f"cannot start the {self.name} adapter {self.command[0]!r}: {err.strerror}") from None
         adapter = Adapter(proc)

@@ -116,14 +116,14 @@ asyncio.run(main())
 """
 
 
-def _start_child() -> tuple[subprocess.Popen, Path, int]:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+def _start_child(preexec_fn=None) -> tuple[subprocess.Popen, Path, int]:
+    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
     socket_dir = Path(proc.stdout.readline().strip())
     return proc, socket_dir, int(_postmaster(socket_dir)[0])
 
 
-def test_server_dies_with_a_sigkilled_parent():
-    proc, socket_dir, pid = _start_child()
+def test_server_dies_with_a_sigkilled_parent(started_as):
+    proc, socket_dir, pid = _start_child(started_as)
     try:
         assert _alive(pid)
         proc.kill()  # no finally, no atexit: only the parent-death signal can stop it

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 import time
 
 import boto3
@@ -69,19 +72,17 @@ async def test_bad_settings_are_refused_before_anything_starts(settings, message
     assert _emulators() == []
 
 
-def test_a_killed_harness_takes_its_emulator_with_it(tmp_path):
-    """SIGKILL leaves no `finally` to run: the emulator's parent-death signal stops it anyway."""
-    import signal
-    import subprocess
-    import sys
-
+def test_a_killed_harness_takes_its_emulator_with_it(tmp_path, started_as):
+    """SIGKILL leaves no `finally` to run: the emulator's parent-death signal stops it anyway,
+    also when the harness inherited an ignored SIGQUIT (CI once found an emulator alive)."""
     script = ("import asyncio\nfrom benchlib.provision import open_backend\n"
               "async def main():\n"
               "    async with open_backend('s3') as t:\n"
               "        print('ready', flush=True)\n"
               "        await asyncio.sleep(60)\n"
               "asyncio.run(main())\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=started_as)
     assert proc.stdout.readline().strip() == "ready"
     assert any(p.ppid() == proc.pid for p in _emulators())
     proc.send_signal(signal.SIGKILL)

@@ -14,12 +14,14 @@ from collections.abc import Sequence
 import polars as pl
 
 from benchlib.pgbench import COLUMNS
+from benchlib.results import measured
 from benchlib.tables import Table, fmt
 
 
 def _measured(df: pl.DataFrame) -> pl.DataFrame:
+    """The measured rows, with null limit columns where a run had no pgbench columns (older runs)."""
     missing = [pl.lit(None, dtype).alias(name) for name, (dtype, _) in COLUMNS.items() if name not in df.columns]
-    return df.with_columns(missing).filter(~pl.col("warmup") & pl.col("error").is_null())  # older runs: no limit
+    return measured(df.with_columns(missing))
 
 
 def paired(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:

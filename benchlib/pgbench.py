@@ -4,7 +4,7 @@ A harness measures its own client as much as the queue. To make every throughput
 number interpretable on another machine, each cell of a design whose SQL is public
 (ours from its `.sql` file, pgmq's from its package) also runs under pgbench, the
 server's own load generator, written in C (METHOD.md, "the limit in the same run"):
-- the same backlog: the drain study's prefill (`install`, N jobs, `settle`);
+- the same backlog, filled the same way (backlog.fill: `install`, N jobs, `settle`);
 - the same statements: a script generated from the design's `dequeue` and `ack`;
 - one client per consumer, `-M prepared` (asyncpg prepares its statements too);
 - each client runs ceil(N / (clients x batch)) transactions of dequeue(batch) -> ack.
@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 
+from benchlib import backlog
 from benchlib.errors import BenchError, failure_reason
 from benchlib.provision import binaries
 from benchlib.provision.lifetime import dies_with_us
@@ -99,10 +100,8 @@ def parse(stdout: str) -> tuple[int, float]:
 
 async def run(target: Any, queue: Any, clients: int, batch: int, jobs: int) -> dict[str, Any]:
     """One pgbench sample over a fresh backlog of `jobs`; returns pgbench_jobs_s and pgbench_jobs."""
-    from benchlib.studies.drain.measure import _prefill  # the harness's own prefill (imported late: it imports us)
-
     executable(target)  # before the prefill: a missing pgbench costs nothing
-    return await drive(target, queue, await _prefill(target, queue, jobs), clients, batch)
+    return await drive(target, queue, await backlog.fill(target, queue, jobs), clients, batch)
 
 
 async def drive(target: Any, queue: Any, enqueued: list[int], clients: int, batch: int) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from benchlib.outputs import PACKAGE_DIR, REPO_ROOT
 
 # Shared code whose change makes every earlier number stale; each cell adds its own
 # study, system and fault modules (see code_version()).
-MEASURING_CODE = ("provision", "queues/base.py", "measure.py", "sql.py")
+MEASURING_CODE = ("provision", "queues/base.py", "measure.py", "sql.py", "backlog.py")
 Schema = Mapping[str, tuple[pl.DataType, str]]  # name: (dtype, meaning), in column order
 
 
@@ -215,6 +215,11 @@ class Store:
         for table, df in tables.items():
             write_parquet(df, self.published(stem, table))
         write_json(dict(manifest), self.manifest_path(stem))
+
+
+def measured(df: pl.DataFrame) -> pl.DataFrame:
+    """The sample rows that count: measured (not warm-up) and not failed."""
+    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
 
 
 def load_profile(data_dir: str | Path, study: str, profile: str, table: str = "", stem: str = "*"

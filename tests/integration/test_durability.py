@@ -59,7 +59,7 @@ async def test_the_count_sees_a_loss_it_is_shown(mode):
             await conn.execute("UPDATE skip_locked_jobs SET state = 'ready' WHERE id = ANY($1::bigint[])", victims)
 
     async with open_backend("postgres") as server:
-        got = await crash_once(server, SKIP_LOCKED, mode, clients=2, crash_after_s=0.3, backlog=2000,
+        got = await crash_once(server, SKIP_LOCKED, mode, clients=2, crash_after_s=0.3, waiting=2000,
                                after_restart=fault)
     assert got["acked"] >= 7 and got["lost"] == 7 and got["lost_ms"] > 0
 
@@ -129,8 +129,8 @@ async def test_pgmq_is_counted_by_id_after_a_crash_too():
         await conn.execute("DELETE FROM pgmq.q_benchlib_drain WHERE msg_id = ANY($1::bigint[])", acked[:5])
 
     async with open_backend("postgres") as server:
-        clean = await crash_once(server, pgmq, "ack", clients=2, crash_after_s=0.3, backlog=2000)
-        hit = await crash_once(server, pgmq, "enqueue", clients=2, crash_after_s=0.3, backlog=2000,
+        clean = await crash_once(server, pgmq, "ack", clients=2, crash_after_s=0.3, waiting=2000)
+        hit = await crash_once(server, pgmq, "enqueue", clients=2, crash_after_s=0.3, waiting=2000,
                                after_restart=fault)
     assert clean["acked"] > 0 and clean["lost"] == 0
     assert hit["acked"] >= 5 and hit["lost"] == 5

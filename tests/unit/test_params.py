@@ -51,7 +51,7 @@ def test_bad_input_is_one_line(kwargs, message):
 
 
 @pytest.mark.parametrize(("window", "message"), [
-    ([0.5, 1.0, 2.0], r"crash_after_s is a window \[from, to\] of two seconds values, got \[0.5, 1.0, 2.0\]"),
+    ([0.5, 1.0, 2.0], r"crash_after_s is a window \[from, to\] in seconds: give two numbers, not \[0.5, 1.0, 2.0\]"),
     ([2.0, 0.5], "crash_after_s is a window"),
     ([0, 1], "crash_after_s must be > 0"),
 ])

@@ -8,14 +8,10 @@ from typing import Any
 import polars as pl
 
 from benchlib import limits, pgbench, queues, scaling
+from benchlib.results import measured
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
-
-
-def measured(df: pl.DataFrame) -> pl.DataFrame:
-    """The rows that count: measured samples that did not fail."""
-    return df.filter(~pl.col("warmup") & pl.col("error").is_null())
 
 
 def summarize(df: pl.DataFrame) -> pl.DataFrame:

@@ -11,7 +11,8 @@ import numpy as np
 import polars as pl
 
 from benchlib.charts import HEIGHT, WIDTH, mean_with_error_bars
-from benchlib.studies.drain.analysis import measured, scaling_fits
+from benchlib.results import measured
+from benchlib.studies.drain.analysis import scaling_fits
 
 
 def _rows(df: pl.DataFrame) -> pl.DataFrame:

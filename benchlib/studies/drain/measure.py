@@ -28,7 +28,6 @@ sample ends and the missing jobs show up as `lost` (never a hang).
 from __future__ import annotations
 
 import asyncio
-import json
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from benchlib import params as check
-from benchlib import pgbench, queues
+from benchlib import backlog, pgbench, queues
 from benchlib.errors import failure_reason
 from benchlib.measure import Latencies, now_ns
 from benchlib.provision import BACKENDS
@@ -46,7 +45,6 @@ from benchlib.runner import Cell, Rows
 
 STUDY = "drain"
 AXES = ("consumers", "batch_sizes")
-PREFILL_CHUNK = 5_000  # jobs per INSERT during the (untimed) prefill
 EMPTY_POLL_PAUSE_S = 0.001  # back-off after an empty dequeue, so the tail is not a busy loop
 
 
@@ -184,36 +182,10 @@ async def _consume(queue: queues.PullQueue, conn: Any, batch: int, barrier: asyn
     return out
 
 
-def _payloads(n: int) -> list[str]:
-    return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(n)]
-
-
-async def _enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = PREFILL_CHUNK) -> list[int]:
-    """Enqueue n jobs in chunks (PREFILL_CHUNK, or less where a system says so: its
-    `enqueue_chunk`); returns the ids the system gave them."""
-    ids: list[int] = []
-    payloads = _payloads(n)
-    for i in range(0, n, chunk):
-        ids += await enqueue_many(payloads[i:i + chunk])
-    return ids
-
-
-async def _prefill(target: Any, queue: queues.PullQueue, n: int) -> list[int]:
-    conn = await queue.connect(target)
-    try:
-        await queue.install(conn)
-        ids = await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n,
-                                 getattr(queue, "enqueue_chunk", PREFILL_CHUNK))
-        await queue.settle(conn)
-        return ids
-    finally:
-        await conn.close()
-
-
 async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
                      idle_timeout_s: float = 10.0) -> dict[str, Any]:
     """One sample: fresh tables, prefill, timed drain, accounting. Returns the metrics."""
-    enqueued = await _prefill(target, queue, prefill)
+    enqueued = await backlog.fill(target, queue, prefill)
     conns = await asyncio.gather(*(queue.connect(target, "consumer") for _ in range(consumers)))
     shared = _Shared(total=len(set(enqueued)))
     barrier = asyncio.Barrier(consumers + 1)
@@ -254,7 +226,7 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
     """One sample of a worker system: fresh install, prefill, timed work, accounting."""
     async with system.session(target) as session:
         await session.install()
-        enqueued = await _enqueue_all(session.enqueue_many, prefill, getattr(system, "enqueue_chunk", PREFILL_CHUNK))
+        enqueued = await backlog.enqueue_all(session.enqueue_many, prefill, backlog.chunk_of(system))
         shared = _Shared(total=len(set(enqueued)))
         ids, times = array("q"), array("q")
         stop = asyncio.Event()

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from benchlib import limits, scaling
-from benchlib.studies.drain.analysis import measured  # the same rows count: the sample is drain_once's
+from benchlib.results import measured
 from benchlib.studies.drain.analysis import totals as drain_totals
 from benchlib.studies.durability.measure import CONFIGS
 from benchlib.tables import Table, fmt, plural, ratio

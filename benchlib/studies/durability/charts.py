@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 
 from benchlib.charts import HEIGHT, WIDTH, mean_with_error_bars
-from benchlib.studies.durability.analysis import config_order, fits, measured, summarize, versus_default
+from benchlib.results import measured
+from benchlib.studies.durability.analysis import config_order, fits, summarize, versus_default
 
 
 def _config_colour(order: list[str]) -> alt.Color:

@@ -33,13 +33,13 @@ from typing import Any
 import polars as pl
 
 from benchlib import params as check
-from benchlib import pgbench, queues
+from benchlib import backlog, pgbench, queues
 from benchlib.errors import BenchError, failure_reason
 from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.drain import measure as drain
-from benchlib.studies.drain.measure import _enqueue_all, drain_once
+from benchlib.studies.drain.measure import drain_once
 
 STUDY = "durability"
 AXES = ("queues", "concurrency", "jobs", "crash_modes")
@@ -80,10 +80,10 @@ class Params:
 
     def __post_init__(self) -> None:
         if len(self.crash_after_s) != 2:
-            raise BenchError(f"crash_after_s is a window [from, to] of two seconds values, got {list(self.crash_after_s)}")
+            raise BenchError(f"crash_after_s is a window [from, to] in seconds: give two numbers, not {list(self.crash_after_s)}")
         lo, hi = (check.positive_float("crash_after_s", v) for v in self.crash_after_s)
         if lo > hi:
-            raise BenchError(f"crash_after_s is a window (from, to) with from <= to, got {self.crash_after_s}")
+            raise BenchError(f"crash_after_s is a window [from, to] in seconds with from <= to, not {list(self.crash_after_s)}")
         fixed = {
             "config": check.one_of("config", self.config, CONFIGS),
             "queues": check.names("queues", self.queues, queues.designs_on("postgres", kind="pull")),
@@ -156,7 +156,7 @@ TABLES = {"samples": SAMPLES, "crashes": CRASHES}
 
 # --- the crash cycle -----------------------------------------------------------------
 
-async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_after_s: float, backlog: int,
+async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_after_s: float, waiting: int,
                      after_restart: Callable[[Any, list[int]], Any] | None = None) -> dict[str, Any]:
     """One crash: clients flat out, SIGKILL at `crash_after_s`, restart, count by id.
 
@@ -166,9 +166,8 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
     conn = await queue.connect(server)
     try:
         await queue.install(conn)
-        if mode == "ack":  # the drain study's prefill, in the chunks the system accepts
-            await _enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), backlog,
-                               getattr(queue, "enqueue_chunk", drain.PREFILL_CHUNK))
+        if mode == "ack":  # `waiting` jobs for the consumers, filled as every sample's backlog is
+            await backlog.enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), waiting, backlog.chunk_of(queue))
         await queue.settle(conn)
     finally:
         await conn.close()
@@ -337,10 +336,11 @@ async def _crashes(p: Params, cell: Cell, target: Any, queue: Any, step: Callabl
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    # the server's major as the run asked for it; null is the default server's (analysis.on_server)
+    row = {"config": p.config, "server_major": p.pg_major, "error": reason}
     if "mode" in cell.parts:
-        return {"crashes": [{"config": p.config, "crash": 0, "clients": p.crash_clients, "error": reason}]}
-    return {"samples": [{"config": p.config, "sample": 0, "warmup": False, "jobs": cell.parts["jobs"],
-                         "error": reason}]}
+        return {"crashes": [{**row, "crash": 0, "clients": p.crash_clients}]}
+    return {"samples": [{**row, "sample": 0, "warmup": False, "jobs": cell.parts["jobs"]}]}
 
 
 async def finish(p: Params, target: Any, state: dict) -> None:

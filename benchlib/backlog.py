@@ -1,0 +1,43 @@
+"""The backlog a sample starts from: n jobs enqueued in chunks, their ids returned.
+
+One module for every study and for pgbench, so the harness and the server's limit
+(pgbench.py) always drain the same jobs, filled the same way, and a change here
+re-measures every cell that uses it (results.MEASURING_CODE).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+CHUNK = 5_000  # jobs per INSERT during the (untimed) fill
+
+
+def payloads(n: int) -> list[str]:
+    return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(n)]
+
+
+def chunk_of(system: Any) -> int:
+    """Jobs per enqueue call: CHUNK, or less where a system says so (its `enqueue_chunk`)."""
+    return getattr(system, "enqueue_chunk", CHUNK)
+
+
+async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK) -> list[int]:
+    """Enqueue n jobs through `enqueue_many`, `chunk` at a time; the ids the system gave them."""
+    ids: list[int] = []
+    jobs = payloads(n)
+    for i in range(0, n, chunk):
+        ids += await enqueue_many(jobs[i:i + chunk])
+    return ids
+
+
+async def fill(target: Any, queue: Any, n: int) -> list[int]:
+    """Install `queue` on `target` (fresh tables) and enqueue n jobs; their ids."""
+    conn = await queue.connect(target)
+    try:
+        await queue.install(conn)
+        ids = await enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n, chunk_of(queue))
+        await queue.settle(conn)
+        return ids
+    finally:
+        await conn.close()

@@ -82,17 +82,23 @@ async def test_the_seed_cell_is_rendered_beside_the_published_comparison(tmp_pat
 
 
 async def test_the_durability_section_compares_configurations_and_tables_the_crashes(tmp_path):
-    """Two configurations measured for real: the section names the async lever against the
-    reference's, tables every crash mode with its losses, and draws the fitted curves."""
+    """Two configurations measured for real in two rounds (the second in reversed order, no
+    crashes): the section names the async lever against the reference's, pairs them round by
+    round, tables every crash mode with its losses, and draws the fitted curves."""
     from benchlib.studies import durability
 
     data = tmp_path / "data"
-    for config in ("default", "async_commit"):
-        await durability.run(durability.Params(config=config, concurrency=[1, 2, 4], jobs=[150], samples=2,
-                                               warmup=0, crashes=2, crash_after_s=[0.2, 0.4], crash_backlog=3000),
+    for config, repeat in (("default", 0), ("async_commit", 0), ("async_commit", 1), ("default", 1)):
+        await durability.run(durability.Params(config=config, concurrency=[1, 2, 4], jobs=[150], samples=1,
+                                               warmup=0, crashes=0 if repeat else 2, crash_after_s=[0.2, 0.4],
+                                               crash_backlog=3000, repeat=repeat),
                              data_dir=data, profile="smoke", progress=False)
     text = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
     section = text[text.index("## " + durability.report.TITLE):]
+    assert "once in each of 2 rounds" in section and section.count("async_commit: PostgreSQL") == 1
+    assert "2 measured samples per cell" in section
+    assert "Round by round (against `default` of the same round), `async_commit` / " \
+           "`default` was " in section
     assert "`synchronous_commit=off` is" in section and "The reference measured 15× at one worker (521 → 8,010)" in section
     assert "| default | skip_locked | enqueue | 2 |" in section and "| async_commit | skip_locked | ack | 2 |" in section
     assert "Crash: the durable configurations (default) lost nothing in 4 SIGKILL crashes." in section

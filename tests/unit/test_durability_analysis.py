@@ -127,7 +127,7 @@ def test_a_configuration_whose_run_met_another_machine_is_not_credited_with_the_
     summary = analysis.summarize(rows)
     machine = {"default": {"fsync": 5_000.0, "busy": 0.12}, "tuned": {"fsync": 12_000.0, "busy": 0.01}}
     text = " ".join(analysis.findings(summary, frame([], CRASHES), None, None, machine))
-    assert "`tuned` (shared_buffers 256MB, work_mem 8MB) is 3.00× `default` at 1 client (but its run met another " \
+    assert "`tuned` (shared_buffers 256MB, work_mem 8MB) is 3.00× `default` at 1 client (but its runs met another " \
            "machine than `default`'s: fdatasync 12,000/s against 5,000/s, 1 % against 12 % of the CPU" in text
     assert "memory is not what" not in text and "the reference found tuning within noise" in text
     alike = {"default": {"fsync": 10_000.0, "busy": 0.01}, "tuned": {"fsync": 11_000.0, "busy": 0.02}}
@@ -141,3 +141,22 @@ def test_the_headline_says_when_the_async_and_default_runs_met_different_machine
     assert row["evidence"].endswith("so the ratio is not the setting's alone")
     (row,) = analysis.headline(summary, CRASH_ROWS)
     assert "different machines" not in row["evidence"]
+
+
+def test_rounds_pair_each_configuration_with_default_of_the_same_round():
+    """A machine twice as fast in round 1 doubles both configurations there: the pooled means
+    move, the per-round ratio does not, and the sentence gives each round's ratio."""
+    def rounds(config: str, rates: dict[int, float], speed: list[float]) -> list[dict]:
+        return [{**row, "repeat": r, "sample": 1, "throughput_jobs_s": row["throughput_jobs_s"] * k}
+                for r, k in enumerate(speed) for row in _samples(config, rates)[::3]]
+
+    rows = frame(rounds("default", {1: 500, 16: 2000}, [1, 2, 1]) + rounds("async_commit", {1: 1000, 16: 3000}, [1, 2, 1])
+                 + rounds("tuned", {1: 500, 16: 2000}, [2, 1, 1]), SAMPLES)
+    assert [round(r, 3) for r in analysis.by_round(rows, "async_commit", "skip_locked", 2000, 1)] == [2.0, 2.0, 2.0]
+    assert [round(r, 3) for r in analysis.by_round(rows, "tuned", "skip_locked", 2000, 1)] == [2.0, 0.5, 1.0]
+    found = analysis.round_findings(rows)
+    assert found[1] == ("Round by round (against `default` of the same round), "
+                        "`async_commit` / `default` was 2.00×, 2.00×, 2.00× at 1 client and 1.50×, 1.50×, 1.50× "
+                        "at 16 clients (skip_locked, 2,000 jobs).")
+    assert "`tuned` / `default` was 2.00×, 0.50×, 1.00× at 1 client" in found[0]  # CONFIGS order
+    assert analysis.round_findings(rows.filter(pl.col("repeat") == 0)) == []  # one round: nothing to pair across

@@ -66,3 +66,13 @@ def test_the_durability_stem_names_another_server():
     from benchlib.studies import durability
     assert durability.measure.stem(durability.Params(config="tuned")) == "tuned"
     assert durability.measure.stem(durability.Params(config="tuned", pg_major=15)) == "tuned__pg15"
+
+
+def test_each_round_of_a_durability_configuration_publishes_under_its_own_name():
+    from benchlib.studies.durability import measure
+    names = [measure.stem(measure.Params(**p)) for p in (
+        {}, {"repeat": 1}, {"config": "async_commit", "pg_major": 15}, {"config": "async_commit", "pg_major": 15,
+                                                                         "repeat": 2})]
+    assert names == ["default", "default__r1", "async_commit__pg15", "async_commit__pg15__r2"]
+    with pytest.raises(BenchError, match="repeat must be >= 0"):
+        measure.Params(repeat=-1)

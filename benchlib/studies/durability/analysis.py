@@ -153,7 +153,7 @@ def findings(summary: pl.DataFrame, crashes: pl.DataFrame, fsync_per_s: float | 
         here, base = machine.get(config, {}), machine.get("default", {})
         if _same_machine(here, base):
             return ""
-        return (f" (but its run met another machine than `default`'s: fdatasync {fmt(here['fsync'])}/s against "
+        return (f" (but its runs met another machine than `default`'s: fdatasync {fmt(here['fsync'])}/s against "
                 f"{fmt(base['fsync'])}/s, {100 * (here.get('busy') or 0):.0f} % against "
                 f"{100 * (base.get('busy') or 0):.0f} % of the CPU taken by others, so the ratio is not the "
                 "setting's alone)")
@@ -219,6 +219,37 @@ def findings(summary: pl.DataFrame, crashes: pl.DataFrame, fsync_per_s: float | 
                        f"{r['with_loss']} of {r['crashes']} crashes: median {fmt(r['lost_median'])} jobs "
                        f"(max {fmt(r['lost_max'])}), {fmt(r['ms_median'])} ms of acknowledged work (max "
                        f"{fmt(r['ms_max'])} ms), with `wal_writer_delay={r['wal_writer_delay']}`.")
+    return out
+
+
+def by_round(df: pl.DataFrame, config: str, queue: str, jobs: int, c: int) -> list[float]:
+    """`config`'s throughput over `default`'s at one cell, round by round (`repeat`): within a
+    round the two ran minutes apart, so each ratio is what the setting did on the machine of
+    that moment; their spread shows how much the machine moved between rounds."""
+    if "repeat" not in df.columns:
+        return []
+    cell = measured(df).filter((pl.col("queue") == queue) & (pl.col("jobs") == jobs) & (pl.col("concurrency") == c))
+    mean = cell.group_by("config", "repeat").agg(pl.col("throughput_jobs_s").mean().alias("mean"))
+    both = mean.filter(pl.col("config") == config).join(mean.filter(pl.col("config") == "default"), on="repeat",
+                                                        suffix="_default").sort("repeat")
+    return (both["mean"] / both["mean_default"]).to_list()
+
+
+def round_findings(df: pl.DataFrame) -> list[str]:
+    """Per configuration, its ratio to `default` in each round at the fewest and most clients."""
+    if "repeat" not in df.columns or df["repeat"].n_unique() < 2 or df.is_empty():
+        return []
+    queue, jobs = df["queue"][0], int(measured(df)["jobs"].min())
+    lo, hi = int(df["concurrency"].min()), int(df["concurrency"].max())
+    out = []
+    for config in config_order(df):
+        if config == "default":
+            continue
+        rounds = {c: by_round(df, config, queue, jobs, c) for c in (lo, hi)}
+        parts = [f"{', '.join(ratio(r) for r in rs)} at {plural(c, 'client')}" for c, rs in rounds.items() if rs]
+        if parts:
+            out.append(f"Round by round (against `default` of the same round), "
+                       f"`{config}` / `default` was {' and '.join(parts)} ({queue}, {fmt(jobs)} jobs).")
     return out
 
 

@@ -1,7 +1,12 @@
 """The durability study: what commit settings buy in throughput, and what they cost in a crash.
 
 One run is one server configuration (CONFIGS), on a fresh server of its own, so no
-setting leaks from one configuration into the next. In it (METHOD.md, "durability"):
+setting leaks from one configuration into the next. A profile runs every configuration
+once per *round* (`repeat`), one measured sample per cell each time, the order
+reversed from one round to the next: a machine that drifts over the hour (this VM's
+disk did, by 2x) then touches every configuration alike, and each cell's spread
+includes that drift instead of hiding it in a comparison between runs. In a run
+(METHOD.md, "durability"):
 
 - **throughput cells** (queue x jobs x concurrency): the reference benchmark's tight
   loop, fetch one job and mark it done with no work in between, C connections over a
@@ -77,6 +82,7 @@ class Params:
     seed: int = 20261123  # the crash moments are drawn from this seed: a rerun crashes at the same moments
     idle_timeout_s: float = 10.0
     pg_major: int | None = None
+    repeat: int = 0  # the round this run is: each configuration runs once per round (module docstring)
 
     def __post_init__(self) -> None:
         if len(self.crash_after_s) != 2:
@@ -100,16 +106,19 @@ class Params:
             "seed": check.non_negative_int("seed", self.seed),
             "idle_timeout_s": check.positive_float("idle_timeout_s", self.idle_timeout_s),
             "pg_major": check.pg_major(self.pg_major),
+            "repeat": check.non_negative_int("repeat", self.repeat),
         }
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
 
 
 SERVER_MAJOR = (pl.Int64, "PostgreSQL major version of the server measured (the study's server dimension)")
+REPEAT = (pl.Int64, "the round of the run: each configuration runs once per round, the order alternating")
 
 SAMPLES: Schema = {
     "config": (pl.String, "server configuration (CONFIGS): default, tuned, async_commit, group_commit"),
     "server_major": SERVER_MAJOR,
+    "repeat": REPEAT,
     "queue": (pl.String, "system under test, from the registry (queues.QUEUES)"),
     "jobs": (pl.Int64, "backlog the clients empty (warm-up: min(jobs, warmup_jobs))"),
     "concurrency": (pl.Int64, "clients, each its own connection, each looping dequeue 1 -> ack"),
@@ -134,6 +143,7 @@ SAMPLES: Schema = {
 CRASHES: Schema = {
     "config": (pl.String, "server configuration (CONFIGS)"),
     "server_major": SERVER_MAJOR,
+    "repeat": REPEAT,
     "queue": (pl.String, "system under test"),
     "mode": (pl.String, "enqueue: producers insert, one job per commit | ack: consumers dequeue 1 and ack"),
     "crash": (pl.Int64, "0-based crash index within the cell"),
@@ -237,8 +247,13 @@ def crash_moments(p: Params, queue: str, mode: str) -> list[float]:
 
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
+def series(config: str, pg_major: int | None) -> str:
+    """A configuration on a server, as files and the report name it: `default`, `default__pg15`."""
+    return config if pg_major is None else f"{config}__pg{pg_major}"
+
+
 def stem(p: Params) -> str:
-    return p.config if p.pg_major is None else f"{p.config}__pg{p.pg_major}"
+    return series(p.config, p.pg_major) + (f"__r{p.repeat}" if p.repeat else "")
 
 
 def backend(p: Params) -> str:
@@ -293,14 +308,15 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     queue = queues.get(cell.parts["queue"], "postgres")
     major = await _server_major(target, state)
     if "mode" in cell.parts:
-        return {"crashes": [{"server_major": major, **r} for r in await _crashes(p, cell, target, queue, step)]}
+        return {"crashes": [{"server_major": major, "repeat": p.repeat, **r}
+                            for r in await _crashes(p, cell, target, queue, step)]}
     clients = cell.parts["concurrency"]
     rows = []
     for sample in range(p.warmup + p.samples):
         warmup = sample < p.warmup
         jobs = min(cell.parts["jobs"], p.warmup_jobs) if warmup else cell.parts["jobs"]
-        row = {"config": p.config, "server_major": major, "sample": sample, "warmup": warmup, "jobs": jobs,
-               "started_at": utc_now()}
+        row = {"config": p.config, "server_major": major, "repeat": p.repeat, "sample": sample, "warmup": warmup,
+               "jobs": jobs, "started_at": utc_now()}
         try:
             got = await drain_once(target, queue, clients, 1, jobs, p.idle_timeout_s)
             row |= {k: got[k] for k in SAMPLES if k in got}
@@ -337,7 +353,7 @@ async def _crashes(p: Params, cell: Cell, target: Any, queue: Any, step: Callabl
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
     # the server's major as the run asked for it; null is the default server's (analysis.on_server)
-    row = {"config": p.config, "server_major": p.pg_major, "error": reason}
+    row = {"config": p.config, "server_major": p.pg_major, "repeat": p.repeat, "error": reason}
     if "mode" in cell.parts:
         return {"crashes": [{**row, "crash": 0, "clients": p.crash_clients}]}
     return {"samples": [{**row, "sample": 0, "warmup": False, "jobs": cell.parts["jobs"]}]}

@@ -10,9 +10,23 @@ import polars as pl
 
 from benchlib import limits
 from benchlib.studies.durability import analysis, charts
-from benchlib.studies.durability.measure import CONFIGS
+from benchlib.studies.durability.measure import CONFIGS, series
 
 TITLE = "Durability: commit settings, throughput, and what a crash takes back"
+
+
+def _servers(manifests: list[dict]) -> dict[str, str]:
+    """Each configuration on each server once (a profile runs it once per round), the default
+    server's first, in CONFIGS order: its name (`default`, `default__pg15`) and the version."""
+    def order(m: dict) -> tuple:
+        p = m["params"]
+        return p.get("pg_major") is not None, list(CONFIGS).index(p["config"]), p.get("repeat", 0)
+
+    named: dict[str, str] = {}
+    for m in sorted(manifests, key=order):
+        named.setdefault(series(m["params"]["config"], m["params"].get("pg_major")),
+                         m["server"]["version"].split(" on ")[0])
+    return named
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -32,9 +46,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
                         all_crashes.filter(pl.col("error").is_not_null()).select("config", "queue", "error")])
     return {
         "configs": {c: CONFIGS[c] for c in analysis.config_order(df)},
-        "servers": {m["stem"]: m["server"]["version"].split(" on ")[0]
-                    for m in sorted(manifests, key=lambda m: list(CONFIGS).index(m["stem"]) if m["stem"] in CONFIGS
-                                    else len(CONFIGS))},
+        "servers": _servers(manifests),
+        "rounds": len({m["params"].get("repeat", 0) for m in manifests}),
+        "round_findings": analysis.round_findings(df),
         "throughput_figure": figure("throughput_vs_concurrency", charts.throughput_vs_concurrency(df, fitted)),
         "figures": [figure(name, make(df)) for name, make in charts.CHARTS.items()],
         "table": analysis.table(summary).markdown(),

@@ -159,4 +159,11 @@ def test_rounds_pair_each_configuration_with_default_of_the_same_round():
                         "`async_commit` / `default` was 2.00×, 2.00×, 2.00× at 1 client and 1.50×, 1.50×, 1.50× "
                         "at 16 clients (skip_locked, 2,000 jobs).")
     assert "`tuned` / `default` was 2.00×, 0.50×, 1.00× at 1 client" in found[0]  # CONFIGS order
+    assert "the rounds disagree by up to 4.00×" in found[0] and "disagree" not in found[1]
     assert analysis.round_findings(rows.filter(pl.col("repeat") == 0)) == []  # one round: nothing to pair across
+    summary = analysis.summarize(rows)
+    assert "round by round" not in analysis.headline(summary, None, None, rows)[0]["evidence"]  # async agrees
+    tuned_as_async = rows.filter(pl.col("config") != "async_commit").with_columns(
+        pl.col("config").replace({"tuned": "async_commit"}))
+    evidence = analysis.headline(analysis.summarize(tuned_as_async), None, None, tuned_as_async)[0]["evidence"]
+    assert "round by round it was 2.00×, 0.50×, 1.00× at 1 client: this machine's drift is as large" in evidence

@@ -56,7 +56,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "crash_table": analysis.crash_table(crashes).markdown(),
         "findings": analysis.findings(summary, crashes, machine.get("default", {}).get("fsync") or fsync, cores,
                                       machine),
-        "headline": analysis.headline(summary, crashes, machine),
+        "headline": analysis.headline(summary, crashes, machine, df),
         "limit": {"table": analysis.limit_table(df).markdown(), "findings": analysis.limit_findings(df),
                   "errors": limits.errors(every, ["config", "queue"])},
         "primary": primary,

@@ -20,6 +20,7 @@ KEYS = ["config", "queue", "jobs", "concurrency"]
 # the reference: a published Rust SKIP LOCKED benchmark (2,000 jobs, concurrency 1-16)
 REFERENCE = {"default_1": 521, "async_1": 8010, "async_ratio_1": 8010 / 521}
 SAME = (1 / 1.1, 1.1)  # a ratio inside this band is "within 10 %": the same, given the noise here
+DISAGREE = SAME[1] ** 2  # rounds whose ratios differ by more than twice the noise band disagree
 
 
 def config_order(df: pl.DataFrame) -> list[str]:
@@ -235,6 +236,11 @@ def by_round(df: pl.DataFrame, config: str, queue: str, jobs: int, c: int) -> li
     return (both["mean"] / both["mean_default"]).to_list()
 
 
+def _spread(rounds: list[float]) -> float:
+    """How far a configuration's per-round ratios are apart (largest / smallest; 1 for one round)."""
+    return max(rounds) / min(rounds) if len(rounds) > 1 else 1.0
+
+
 def round_findings(df: pl.DataFrame) -> list[str]:
     """Per configuration, its ratio to `default` in each round at the fewest and most clients."""
     if "repeat" not in df.columns or df["repeat"].n_unique() < 2 or df.is_empty():
@@ -251,8 +257,8 @@ def round_findings(df: pl.DataFrame) -> list[str]:
             continue
         text = (f"Round by round (against `default` of the same round), "
                 f"`{config}` / `default` was {' and '.join(parts)} ({queue}, {fmt(jobs)} jobs)")
-        spread = max((max(rs) / min(rs) for rs in rounds.values() if len(rs) > 1), default=1.0)
-        if spread > SAME[1] ** 2:  # the rounds differ by more than twice the noise band
+        spread = max((_spread(rs) for rs in rounds.values()), default=1.0)
+        if spread > DISAGREE:
             text += (f": the rounds disagree by up to {ratio(spread)}, so on this machine its drift between "
                      "rounds is as large as the setting's effect, and the pooled ratio above does not settle it")
         out.append(text + ".")
@@ -281,7 +287,7 @@ def headline(summary: pl.DataFrame, crashes: pl.DataFrame | None,
     machine = machine or {}
     differs = not _same_machine(machine.get("async_commit", {}), machine.get("default", {}))
     rounds = by_round(df, "async_commit", queue, jobs, lo) if df is not None else []
-    disagree = len(rounds) > 1 and max(rounds) / min(rounds) > SAME[1] ** 2
+    disagree = _spread(rounds) > DISAGREE
     cs = crash_summary(crashes) if crashes is not None and crashes.height else pl.DataFrame()
     loss = ""
     if not cs.is_empty() and (a := cs.filter(pl.col("config") == "async_commit")).height:

@@ -17,7 +17,6 @@ import numpy as np
 
 from benchlib import tempdirs
 from benchlib.provision.binaries import ServerBinaries
-from benchlib.provision.local_cluster import as_server, hand_over
 
 now_ns = time.perf_counter_ns
 PERCENTILES = (50, 95, 99)
@@ -65,7 +64,8 @@ def fsync_rate(binaries: ServerBinaries | None, seconds: int = 1) -> float | Non
     The ceiling on durable commits per second for one session; reported next to the
     throughput so a reader can see how close a design comes to the disk. None when
     pg_test_fsync is not available. Only the first section of its output is needed,
-    so we stop it there.
+    so we stop it there. It runs as ourselves in our own private directory: it needs no
+    server account, so binaries only we can reach (a venv in /root) will do.
     """
     exe = binaries.bindir / "pg_test_fsync" if binaries else None
     if exe is None or not exe.exists():
@@ -73,9 +73,8 @@ def fsync_rate(binaries: ServerBinaries | None, seconds: int = 1) -> float | Non
     root = tempdirs.make("fsync")
     rate = None
     try:
-        hand_over(root)
         with subprocess.Popen([str(exe), "-s", str(seconds), "-f", str(root / "probe")], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True, **as_server(cwd=root)) as proc:
+                              stderr=subprocess.DEVNULL, text=True, cwd=root) as proc:
             try:
                 for line in proc.stdout:
                     m = re.match(r"\s*fdatasync\s+([\d.]+) ops/sec", line)

@@ -7,14 +7,24 @@ Why it is built this way:
 - It gets its own session, so a Ctrl-C in the terminal reaches Python only; our
   `finally` then performs an orderly fast shutdown and removes the directory.
 - Nobody else can connect. The server listens on no TCP address at all, only on a
-  unix socket inside its 0700 data root (see tempdirs.py); pg_hba.conf allows local
-  connections only. File permissions are the access control: only the account that
+  unix socket inside its 0700 server directory; pg_hba.conf allows local connections
+  only. File permissions are the access control: only the account that
   runs the server (and root) can reach the socket. We chose this over TCP with a
   random scram password because nothing we drive needs TCP (asyncpg, psycopg,
   pgbench and the peers' drivers all speak unix sockets) and a socket in a private
   directory leaves no port to find in `ss` or `ps`.
 - initdb and postgres refuse to run as root, so as root both run as the `postgres`
   system user (created if absent) with that user's own groups, never root's.
+- Root never opens a path the server account can change. The cluster's root
+  directory (tempdirs: root's, mode 0710 with the server account's group, so only
+  that account may pass through it) holds what root writes and reads: the server's
+  log (its stdout/stderr, a file root opened) and pg_hba.conf (passed as
+  `hba_file`). Only `server/` inside it (the data directory and the socket) belongs
+  to the server account, and root reads one file there, postmaster.pid, without
+  following a symlink. A server account that plants a link cannot make root write.
+- Programs that need no server account do not drop privileges: the settings check
+  (`postgres -C`, which PostgreSQL allows as root) and pg_test_fsync run as
+  ourselves, so they work with binaries only root can reach (a venv in /root).
 """
 from __future__ import annotations
 
@@ -88,6 +98,26 @@ def hand_over(path: Path) -> None:
         os.chown(path, pw.pw_uid, pw.pw_gid)
 
 
+def hand_over_group(path: Path) -> None:
+    """Let the server account's group read a file of ours (it stays ours: the account cannot change it)."""
+    if (pw := server_user()) is not None:
+        os.chown(path, os.geteuid(), pw.pw_gid)
+
+
+def let_through(path: Path) -> None:
+    """Let the server account (only it) pass through our directory `path` to its own inside."""
+    if (pw := server_user()) is not None:
+        os.chown(path, os.geteuid(), pw.pw_gid)
+        path.chmod(0o710)
+
+
+def read_server_file(path: Path) -> str:
+    """A file in the server account's directory, read without following a symlink it planted."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, errors="replace") as f:
+        return f.read()
+
+
 def runnable(binaries: ServerBinaries) -> ServerBinaries:
     """Binaries the server account can execute: as found, or a root-owned copy.
 
@@ -138,20 +168,20 @@ def check_settings(binaries: ServerBinaries, settings: dict[str, str], show: str
     `postgres -C <name> -c k=v ...` parses every -c option exactly as a start would
     (unknown names, bad values, out-of-range numbers) and prints one setting's
     effective value; it needs only a data directory with a postgresql.conf. Returns
-    that value (by default max_connections, for the connection check).
+    that value (by default max_connections, for the connection check). PostgreSQL lets
+    root run it when `-C` comes first, so it runs as ourselves: no server account, and
+    binaries only we can reach will do.
     """
     root = tempdirs.make("check")
     try:
         (root / "postgresql.conf").write_text("")
-        hand_over(root)
-        hand_over(root / "postgresql.conf")
-        cmd = [str(binaries.bindir / "postgres"), "-D", str(root), "-C", show]
+        cmd = [str(binaries.bindir / "postgres"), "-C", show, "-D", str(root)]
         for key, value in settings.items():
             cmd += ["-c", f"{key}={value}"]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **as_server(cwd=root))
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=root)
     except OSError as err:
         raise BenchError(f"cannot run {binaries.bindir / 'postgres'} ({err.strerror}): "
-                         "point BENCH_PG_BINDIR at a PostgreSQL bin directory the server account can read") from None
+                         "point BENCH_PG_BINDIR at a PostgreSQL bin directory") from None
     finally:
         tempdirs.remove(root)
     if res.returncode != 0:
@@ -165,7 +195,7 @@ def _settings_error(binaries: ServerBinaries, stderr: str, settings: dict[str, s
     hint = next((l.split("HINT:", 1)[1].strip() for l in stderr.splitlines() if "HINT:" in l), "")
     if m := re.search(r'unrecognized configuration parameter "([^"]+)"', message):
         known = subprocess.run([str(binaries.bindir / "postgres"), "--describe-config"], capture_output=True,
-                               text=True, timeout=30, **as_server(cwd="/")).stdout
+                               text=True, timeout=30, cwd="/").stdout
         names = [l.split("\t", 1)[0] for l in known.splitlines()]
         close = difflib.get_close_matches(m.group(1), names, n=1)
         hint = f"did you mean {close[0]}?" if close else "see the PostgreSQL documentation for its name"
@@ -184,9 +214,14 @@ class LocalCluster:
     port: int = 5432  # part of the socket's file name only: nothing listens on TCP
 
     @property
-    def socket_dir(self) -> Path:
+    def server_dir(self) -> Path:
+        """The server account's own directory: the data directory and the socket."""
         assert self.root is not None
-        return self.root
+        return self.root / "server"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.server_dir
 
     @property
     def dsn(self) -> str:
@@ -194,20 +229,29 @@ class LocalCluster:
 
     @property
     def data_dir(self) -> Path:
-        assert self.root is not None
-        return self.root / "data"
+        return self.server_dir / "data"
 
     @property
     def log_path(self) -> Path:
         assert self.root is not None
         return self.root / "postgres.log"
 
+    @property
+    def hba_path(self) -> Path:
+        assert self.root is not None
+        return self.root / "pg_hba.conf"
+
     def start(self, timeout: float = 60.0) -> None:
         self.binaries = runnable(self.binaries)
         self.root = tempdirs.make("pg")
         _LIVE.add(self)
         try:
-            hand_over(self.root)
+            self.server_dir.mkdir(mode=0o700)
+            hand_over(self.server_dir)
+            let_through(self.root)
+            self.hba_path.write_text(HBA)  # no host lines: TCP is refused even if enabled
+            self.hba_path.chmod(0o640)
+            hand_over_group(self.hba_path)
             self._initdb()
             self.launch(timeout)
         except BaseException:
@@ -221,25 +265,27 @@ class LocalCluster:
             "port": str(self.port),
             "unix_socket_directories": str(self.socket_dir),
             "unix_socket_permissions": "0700",
+            "hba_file": str(self.hba_path),
             **self.settings,
         }
         cmd = [str(self.binaries.bindir / "postgres"), "-D", str(self.data_dir)]
         for key, value in opts.items():
             cmd += ["-c", f"{key}={value}"]
-        with open(self.log_path, "ab") as log:
+        # in root's own directory (no other account can put a link there), appended across restarts
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=dies_with_us(signal.SIGQUIT),
-                                         **as_server(cwd=self.root))
+                                         **as_server(cwd=self.server_dir))
         self._wait_ready(timeout)
 
     def _initdb(self) -> None:
         cmd = [str(self.binaries.bindir / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
                "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"]
-        res = subprocess.run(cmd, capture_output=True, text=True, **as_server(cwd=self.root))
+        res = subprocess.run(cmd, capture_output=True, text=True, **as_server(cwd=self.server_dir))
         if res.returncode != 0:
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise BenchError(f"initdb failed in {self.binaries.bindir}: {tail[0]}")
-        (self.data_dir / "pg_hba.conf").write_text(HBA)  # no host lines: TCP is refused even if enabled
 
     def _wait_ready(self, timeout: float) -> None:
         """Ready once the postmaster.pid status line says so (no client library needed)."""
@@ -249,7 +295,7 @@ class LocalCluster:
             if self.proc.poll() is not None:
                 raise BenchError(f"postgres exited during start-up: {self.log_tail()}")
             try:
-                lines = pidfile.read_text().splitlines()
+                lines = read_server_file(pidfile).splitlines()
                 # the pid line too: after a crash the old file still says "ready" until ours replaces it
                 if len(lines) >= 8 and lines[0].strip() == str(self.proc.pid) and lines[7].strip() == "ready":
                     return
@@ -263,7 +309,7 @@ class LocalCluster:
             lines = [l for l in self.log_path.read_text(errors="replace").splitlines() if l.strip()]
         except OSError:
             return "(no log)"
-        return " | ".join(lines[-3:]) or "(empty log)"
+        return " | ".join(l[:300] for l in lines[-3:]) or "(empty log)"
 
     def halt(self) -> None:
         """Fast shutdown, escalating to immediate and kill; the data directory stays."""

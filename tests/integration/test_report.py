@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from benchlib import lab, report
+from benchlib import report
 from benchlib.studies import drain
 from benchlib.tables import plural
 
@@ -56,12 +56,6 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     assert f"Cells measured while other processes or the hypervisor took 10% or more of the CPU: {crowded} (50%)." \
         in text  # and only that one: the tick of the millisecond cell is no company
     assert "**Ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
-
-
-def test_make_lab_works_as_root_and_on_loopback_only(monkeypatch):
-    monkeypatch.setattr(lab.os, "geteuid", lambda: 0)
-    cmd = lab.command(8888, "tok")
-    assert "--allow-root" in cmd and "--ip=127.0.0.1" in cmd and "--IdentityProvider.token=tok" in cmd
 
 
 async def test_the_seed_cell_is_rendered_beside_the_published_comparison(tmp_path):

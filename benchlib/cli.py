@@ -32,12 +32,22 @@ def _settings(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _no_password_on_the_command_line(dsn: str | None) -> None:
+    """Every account on the machine reads command lines (ps): a password does not belong there."""
+    from benchlib.provision.postgres import has_password
+
+    if dsn and has_password(dsn):
+        raise BenchError("--dsn holds a password, which every account on this machine can read (ps): give the DSN "
+                         "without it and the password in PGPASSWORD or ~/.pgpass, or the whole DSN in BENCH_PG_DSN")
+
+
 def _drain(args: argparse.Namespace) -> None:
     from benchlib import outputs
     from benchlib.results import new_run_id
     from benchlib.studies import drain
     from benchlib.tables import fmt
 
+    _no_password_on_the_command_line(args.dsn)
     params = drain.Params(backend=args.backend, queue=args.queue, consumers=args.consumers,
                           batch_sizes=args.batch, prefill=args.prefill, samples=args.samples,
                           warmup=args.warmup, warmup_prefill=args.warmup_prefill, idle_timeout_s=args.idle_timeout,

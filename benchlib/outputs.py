@@ -13,7 +13,9 @@ Committed results are precious, so the places are fixed by the kind of run:
 The repository's `data/` refuses any profile that is not published there.
 
 Every output path is checked writable before a server starts, and a data directory
-is locked for the whole run (filelock), so two runs cannot both publish into it.
+is locked for the whole run (filelock), so two runs cannot both publish into it. The
+lock's owner file (who holds it, for the second run's message) is ours alone (0600)
+and holds the command line with any DSN password cut out.
 """
 from __future__ import annotations
 
@@ -104,6 +106,29 @@ def _owner_path(lock: Path) -> Path:
     return lock.with_name(lock.name + ".owner")
 
 
+def shown_command(argv: list[str]) -> str:
+    """A command line to store or print: the program's name, and every DSN without its password."""
+    from benchlib.provision.postgres import redact
+
+    def shown(arg: str) -> str:
+        if "://" not in arg and "password" not in arg.lower():
+            return arg
+        if arg.startswith("-") and "=" in arg:  # --dsn=postgresql://...
+            option, _, value = arg.partition("=")
+            return f"{option}={redact(value)}"
+        return redact(arg)
+
+    return " ".join(Path(a).name if i == 0 else shown(a) for i, a in enumerate(argv))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only we can read, never through a link someone put in its place."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 def _held_by_ancestor(owner: dict) -> bool:
     """A notebook kernel runs under the sweep that locked the directory: that is not a rival."""
     try:
@@ -126,14 +151,15 @@ def locked(data_dir: str | Path) -> Iterator[None]:
         except (OSError, ValueError):
             owner = {}
         if not _held_by_ancestor(owner):
-            who = f"pid {owner.get('pid', '?')}, `{owner.get('command', '?')}`, since {owner.get('since', '?')}"
+            who = (f"pid {owner.get('pid', '?')}, `{shown_command(str(owner.get('command', '?')).split())[:200]}`, "
+                   f"since {owner.get('since', '?')}")
             raise BenchError(f"{data_dir} is in use by another benchlib run ({who}): wait for it to finish, "
                              "or stop it, then run again") from None
         yield  # our own sweep holds it
         return
     try:
-        _owner_path(path).write_text(json.dumps({
-            "pid": os.getpid(), "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv)),
+        _write_private(_owner_path(path), json.dumps({
+            "pid": os.getpid(), "command": shown_command(sys.argv),
             "since": dt.datetime.now().isoformat(timespec="seconds")}))
         yield
     finally:

@@ -61,6 +61,11 @@ def redact(dsn: str) -> str:
     return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn).strip()
 
 
+def has_password(dsn: str) -> bool:
+    """Whether a DSN carries a password (URL user info, ?password=, or key=value form)."""
+    return redact(dsn) != dsn
+
+
 def parse_dsn(dsn: str) -> None:
     """Reject a DSN that cannot name a server, in one line, before connecting."""
     if "://" not in dsn:

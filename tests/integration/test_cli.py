@@ -34,7 +34,8 @@ def _owned_by(pid: int) -> list[Path]:
     (["drain", "--batch", "0"], {}, "batch_sizes must be >= 1"),
     (["drain", "--prefill", "-5"], {}, "prefill must be >= 1"),
     (["drain", "--samples", "0"], {}, "samples must be >= 1"),
-    (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], {}, "cannot connect to postgresql://u@127.0.0.1:1/x"),
+    (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], {}, "--dsn holds a password, which every account"),
+    (["drain"], {"BENCH_PG_DSN": "postgresql://u:pw@127.0.0.1:1/x"}, "cannot connect to postgresql://u@127.0.0.1:1/x"),
     (["drain", "--dsn", "postgresql://u@127.0.0.1:99999/x"], {}, "cannot parse the DSN"),
     (["drain", "--dsn", "postgresql://u@[::1:5432/x"], {}, "cannot parse the DSN"),
     (["drain", "--set", "autovacuum_naptme=1s"], {}, "did you mean autovacuum_naptime?"),
@@ -55,6 +56,7 @@ def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp
     res = cli(*args, cwd=tmp_path, env=env)
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+    assert "pw@" not in res.stderr  # a password is never echoed
     assert not data.exists()  # refused before anything was created
 
 

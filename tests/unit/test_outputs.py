@@ -43,15 +43,22 @@ with outputs.locked(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)
 """
+SECRET = "postgresql://bob:hunter2@db.example/app"
 
 
 def test_a_second_run_on_the_same_data_directory_stops_with_a_clear_message(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    """... that names the first run's command without its DSN password; the owner file that
+    says so is ours alone (0600), since a command line may still hold one."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path), "--dsn", SECRET, f"--dsn={SECRET}",
+                               "host=db password=hunter2"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(BenchError, match=f"in use by another benchlib run \\(pid {holder.pid}"):
+        owner = tmp_path / ".benchlib.lock.owner"
+        assert owner.stat().st_mode & 0o777 == 0o600 and "hunter2" not in owner.read_text()
+        with pytest.raises(BenchError, match=f"in use by another benchlib run \\(pid {holder.pid}") as err:
             with outputs.locked(tmp_path):
                 pass
+        assert "hunter2" not in str(err.value) and "bob@db.example/app" in str(err.value)
     finally:
         holder.kill()
         holder.wait()

@@ -10,6 +10,10 @@ from __future__ import annotations
 class BenchError(Exception):
     """A problem the user can fix; str(err) is a single actionable line."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (JupyterLab, papermill, nbval) shows instead of a traceback: the one line."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class ServerMissing(BenchError):
     """The PostgreSQL major version a run names has no server binaries on this machine.

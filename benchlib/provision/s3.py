@@ -4,8 +4,10 @@ A system with an S3 store (pgqrs's keeps one SQLite file per queue as one object
 written with conditional PUTs) is pointed at a server this module starts and stops
 like the PostgreSQL cluster: s3_server.py runs moto's S3 behind a proxy that delays
 every response by `latency_ms` (the reference run: 60 ms, no jitter) and admits only
-requests signed with a key generated here. The process has a parent-death signal and
-a session of its own; its directory is private (tempdirs) and removed afterwards.
+connections whose first request carries a valid Signature Version 4 made with the key
+and secret generated here (handed over on stdin, never on argv or in a file). The
+process has a parent-death signal and a session of its own; its directory is private
+(tempdirs) and removed afterwards; its log (LOG_NAME there) is size-capped.
 
 Settings (the study's `settings`, recorded in the manifest and the cell key):
 `latency_ms`, the delay added to every response (default 60).
@@ -28,6 +30,7 @@ from typing import Any
 from benchlib import tempdirs
 from benchlib.errors import BenchError
 from benchlib.provision.lifetime import dies_with_us
+from benchlib.provision.s3_server import LOG_NAME
 
 DEFAULTS = {"latency_ms": "60"}
 BUCKET = "benchlib"
@@ -117,13 +120,13 @@ async def s3(plan: S3Plan) -> AsyncIterator[S3Target]:
     key_id, secret = "BENCH" + secrets.token_hex(8).upper(), secrets.token_hex(20)
     proc = None
     try:
-        with open(root / "s3_server.log", "ab") as log:
+        with open(root / LOG_NAME, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "benchlib.provision.s3_server", str(root), "--bucket", BUCKET,
                  "--latency-ms", plan.settings["latency_ms"]],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=root,
                 start_new_session=True, preexec_fn=dies_with_us())
-        proc.stdin.write(f"{key_id}\n".encode())
+        proc.stdin.write(f"{key_id}\n{secret}\n".encode())
         proc.stdin.close()
         port = _wait_ready(proc, root)
         yield S3Target(endpoint=f"http://127.0.0.1:{port}", key_id=key_id, secret=secret, root=root,
@@ -148,7 +151,7 @@ def _wait_ready(proc: subprocess.Popen, root: Path) -> int:
         if proc.poll() is not None:
             break
         time.sleep(0.02)
-    tail = (root / "s3_server.log").read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+    tail = (root / LOG_NAME).read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
     raise BenchError(f"the S3 emulator did not start: {tail[0]}")
 
 

@@ -95,3 +95,18 @@ def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
     assert not alive, f"left running: {[p.name() for p in alive]}"
     assert not [d for d in tempdirs.sweep_stale() if d.name.startswith(("benchlib-pg-", "benchlib-sqlite-"))], \
         "a server directory was left for the next run to sweep"
+
+
+def test_a_bad_parameter_is_one_line_in_the_notebook(tmp_path):
+    """papermill -p consumers '"abc"': the notebook's first benchlib call (Params) refuses it with the
+    one line a user can act on, not a traceback through the library, and nothing starts."""
+    import papermill
+
+    out = tmp_path / "drain.ipynb"
+    with pytest.raises(papermill.PapermillExecutionError) as err:
+        papermill.execute_notebook(str(notebooks.notebook_for("drain")), str(out), parameters={"consumers": "abc"},
+                                   cwd=str(tmp_path), progress_bar=False, kernel_name="python3")
+    assert err.value.ename == "BenchError"
+    errors = [o for o in _outputs(json.loads(out.read_text())) if o["output_type"] == "error"]
+    assert [line for o in errors for line in o["traceback"]] == [
+        "BenchError: consumers must be a whole number >= 1, got 'abc'"]

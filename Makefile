@@ -29,10 +29,12 @@ $(STAMP): pyproject.toml requirements.lock
 pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rust; a long compile, cached once)
 	$(PY) -m benchlib.wheels build
 
+# A sweep whose samples failed (exit 1) still renders its report, which says why, and make
+# then fails too; bad input (2) or an interrupt (130) renders nothing.
 report: setup ## run every study for PROFILE (papermill), then render its figures and report
 	$(if $(filter smoke,$(PROFILE)),,$(PY) -m benchlib.wheels ensure)
-	$(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG)
-	$(PY) -m benchlib report --profile $(PROFILE)
+	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG) || rc=$$?; \
+	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 
 test: setup ## unit + integration tests (real PostgreSQL and SQLite) + nbval over every notebook
 	$(PY) -m pytest tests

@@ -41,9 +41,17 @@ def _no_password_on_the_command_line(dsn: str | None) -> None:
                          "without it and the password in PGPASSWORD or ~/.pgpass, or the whole DSN in BENCH_PG_DSN")
 
 
-def _drain(args: argparse.Namespace) -> None:
+def _failed(what: str, failed: int, reasons: list[str]) -> int:
+    """A run whose samples failed says why on screen and ends with exit code 1."""
+    if not failed:
+        return 0
+    print(f"error: {failed} {what} failed: {'; '.join(reasons)}", file=sys.stderr)
+    return 1
+
+
+def _drain(args: argparse.Namespace) -> int:
     from benchlib import outputs
-    from benchlib.results import new_run_id
+    from benchlib.results import failure_reasons, new_run_id
     from benchlib.studies import drain
     from benchlib.tables import fmt
 
@@ -62,17 +70,19 @@ def _drain(args: argparse.Namespace) -> None:
     print(f"\n{drain.STUDY} {drain.measure.stem(params)}: {len(run.manifest['cells'])} cells in "
           f"{time.monotonic() - started:.0f} s; lost {fmt(totals['lost'])}, duplicates {fmt(totals['duplicates'])}, "
           f"failed samples {fmt(totals['failed'])}; {where}")
+    return _failed("sample(s)", totals["failed"], failure_reasons(run.tables))
 
 
-def _sweep(args: argparse.Namespace) -> None:
+def _sweep(args: argparse.Namespace) -> int:
     from benchlib import sweep
     from benchlib.studies import STUDIES
 
     if args.study and args.study not in STUDIES:
         raise BenchError(f"unknown study {args.study!r}: choose one of {', '.join(STUDIES)}")
-    table = sweep.run(args.profile, [args.study] if args.study else None, force=args.force,
-                      accept_server_settings=args.accept_server_settings)
-    print(table.markdown(), file=sys.stderr)
+    result = sweep.run(args.profile, [args.study] if args.study else None, force=args.force,
+                       accept_server_settings=args.accept_server_settings)
+    print(result.table.markdown(), file=sys.stderr)
+    return _failed("sample(s) or cell(s)", result.failed, result.reasons)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -135,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        args.func(args)
+        code = args.func(args) or 0
     except BenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -146,4 +156,4 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
         print("interrupted: finished cells are kept in the resume cache; rerun to resume", file=sys.stderr)
         return 130
-    return 0
+    return code

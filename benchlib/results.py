@@ -217,6 +217,16 @@ class Store:
         write_json(dict(manifest), self.manifest_path(stem))
 
 
+def failure_reasons(tables: Mapping[str, pl.DataFrame | None], most: int = 3) -> list[str]:
+    """The distinct reasons rows failed for (every study's tables have an `error` column),
+    most frequent first, each cut to one short line: what a run says on screen."""
+    errors = [df["error"].drop_nulls() for df in tables.values() if df is not None and "error" in df.columns]
+    if not errors:
+        return []
+    counted = pl.concat(errors).value_counts(sort=True).rows()
+    return [reason if len(reason) <= 200 else reason[:197] + "..." for reason, _ in counted[:most]]
+
+
 def measured(df: pl.DataFrame) -> pl.DataFrame:
     """The sample rows that count: measured (not warm-up) and not failed."""
     return df.filter(~pl.col("warmup") & pl.col("error").is_null())

@@ -26,7 +26,7 @@ from typing import Any
 from benchlib import notebooks, outputs, runner, sweeps
 from benchlib.errors import ServerMissing
 from benchlib.progress import RELAY_ENV, follow
-from benchlib.results import load_profile
+from benchlib.results import failure_reasons, load_profile
 from benchlib.studies import STUDIES
 from benchlib.tables import Table, fmt
 
@@ -94,9 +94,18 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
 
 
-def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
-    """What ran, how long, where the results went, and the exactly-once accounting."""
-    rows = []
+@dataclass
+class Summary:
+    """The sweep's table, and what failed (a run with failures ends with exit code 1)."""
+
+    table: Table
+    failed: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+def summary(jobs: list[Job], data_dir: Path, profile: str) -> Summary:
+    """What ran, how long, where the results went, the exactly-once accounting, and why anything failed."""
+    rows, failed, reasons = [], 0, []
     for job in jobs:
         if job.skipped:
             rows.append({"study": job.study, "run": job.name, "time": "skipped", "results": job.skipped})
@@ -105,6 +114,8 @@ def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
         # this run's rows only: the other runs of the study have their own line
         tables = {t: load_profile(data_dir, job.study, profile, t, stem=job.name)[0] for t in study.measure.TABLES}
         totals = study.analysis.totals(tables)
+        failed += totals["failed"]
+        reasons += [r for r in failure_reasons(tables) if r not in reasons]
         where = Path(job.result.get("published") or outputs.study_dir(data_dir, job.study, profile))
         rows.append({
             "study": job.study, "run": job.name,
@@ -113,20 +124,20 @@ def summary(jobs: list[Job], data_dir: Path, profile: str) -> Table:
             "lost": fmt(totals["lost"]), "duplicates": fmt(totals["duplicates"]), "failed": fmt(totals["failed"]),
             "results": os.path.relpath(where, Path.cwd()) + "/",
         })
-    return Table(rows)
+    return Summary(Table(rows), failed, reasons[:3])
 
 
 def run(profile: str, studies: list[str] | None = None, *, force: bool = False,
-        accept_server_settings: bool = False, data_dir: Path | None = None) -> Table:
-    """plan -> preflight -> execute -> summary; returns the summary table."""
+        accept_server_settings: bool = False, data_dir: Path | None = None) -> Summary:
+    """plan -> preflight -> execute -> summary."""
     data_dir = Path(data_dir or outputs.for_profile(profile).data_dir)
     jobs = plan(profile, studies or sweeps.studies_with(profile), data_dir=data_dir, force=force)
-    outputs.check_writable(data_dir, "results")
     asyncio.run(preflight(jobs, accept_server_settings))
+    outputs.check_writable(data_dir, "results")  # after every other check: a refused run creates nothing
     if accept_server_settings:
         os.environ["BENCH_ACCEPT_SERVER_SETTINGS"] = "1"
     started = time.monotonic()
     execute(jobs, data_dir)
-    table = summary(jobs, data_dir, profile)
-    table.title = f"{profile}: {len(jobs)} runs in {_duration(time.monotonic() - started)}"
-    return table
+    result = summary(jobs, data_dir, profile)
+    result.table.title = f"{profile}: {len(jobs)} runs in {_duration(time.monotonic() - started)}"
+    return result

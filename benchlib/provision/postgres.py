@@ -62,7 +62,14 @@ def redact(dsn: str) -> str:
 
 
 def has_password(dsn: str) -> bool:
-    """Whether a DSN carries a password (URL user info, ?password=, or key=value form)."""
+    """Whether a DSN carries a password (URL user info, ?password=, or key=value form); a URL that
+    does not parse is parse_dsn's to report."""
+    if "://" in dsn:
+        try:
+            if urlsplit(dsn).password is not None:
+                return True
+        except ValueError:
+            return False
     return redact(dsn) != dsn
 
 

@@ -86,6 +86,16 @@ def test_drain_prints_the_table_and_keeps_its_results_apart(tmp_path):
     assert df.height == 4 * 2 and (df["lost"] == 0).all()
 
 
+def test_a_run_whose_samples_failed_says_why_on_screen_and_exits_1(tmp_path):
+    """A full disk (here SQLite's own: max_page_count caps the file) fails the samples; the run
+    still finishes and keeps the rows with their reason, and the screen says why, not only the parquet."""
+    res = cli("drain", "--backend", "sqlite", "--consumers", "1", "--batch", "1", "--prefill", "5000",
+              "--samples", "1", "--warmup", "0", "--set", "max_page_count=16", "--no-save", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 1 sample(s) failed:") and "full" in last, res.stderr
+
+
 def test_drain_refuses_to_write_into_the_published_data(tmp_path):
     res = cli("drain", "--backend", "sqlite", "--data-dir", str(outputs.REPO_DATA), cwd=tmp_path)
     assert res.returncode == 2 and "published profiles only" in res.stderr

@@ -2,26 +2,39 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import resource
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import boto3
+import botocore.config
 import botocore.exceptions
 import psutil
 import pytest
 
 from benchlib.errors import BenchError
 from benchlib.provision import open_backend
+from benchlib.provision.s3 import _wait_ready
+from benchlib.provision.s3_server import HEADER_TIMEOUT_S, LOG_BYTES, LOG_NAME
 
 pytestmark = pytest.mark.integration
 
 
-def _client(env: dict[str, str], key_id: str | None = None, secret: str | None = None):
+def _client(env: dict[str, str], key_id: str | None = None, secret: str | None = None, **config):
     return boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"],
                         aws_access_key_id=key_id or env["AWS_ACCESS_KEY_ID"],
-                        aws_secret_access_key=secret or env["AWS_SECRET_ACCESS_KEY"])
+                        aws_secret_access_key=secret or env["AWS_SECRET_ACCESS_KEY"],
+                        config=botocore.config.Config(**config))
+
+
+def _status(error: botocore.exceptions.ClientError) -> tuple[int, str]:
+    return error.response["ResponseMetadata"]["HTTPStatusCode"], error.response["Error"]["Code"]
 
 
 def _emulators() -> list[psutil.Process]:
@@ -52,8 +65,9 @@ async def test_conditional_writes_latency_and_strangers():
         body, took = await asyncio.to_thread(exercise)
         assert body == b"v2" and took >= 0.080
         stranger = _client(env, key_id="AKIASTRANGER", secret="x")
-        with pytest.raises(botocore.exceptions.ClientError, match="403"):
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
             await asyncio.to_thread(stranger.list_objects_v2, Bucket=target.bucket)
+        assert _status(refused.value) == (403, "InvalidAccessKeyId")
         assert len(_emulators()) == 1
         described = await target.describe()
         assert described["settings_requested"] == {"latency_ms": "80"} and "moto" in described["version"]
@@ -92,3 +106,144 @@ def test_a_killed_harness_takes_its_emulator_with_it(tmp_path, started_as):
     while [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+async def test_our_key_id_without_our_secret_is_refused():
+    """The proxy checks the signature, not only the key id in it: a PUT signed with our key id
+    and a wrong secret is refused, and nothing is written."""
+    async with open_backend("s3", settings={"latency_ms": "0"}) as target:
+        env = target.env()
+        forger = _client(env, secret="not-" + env["AWS_SECRET_ACCESS_KEY"], retries={"max_attempts": 1})
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            await asyncio.to_thread(forger.put_object, Bucket=target.bucket, Key="forged", Body=b"x")
+        assert _status(refused.value) == (403, "SignatureDoesNotMatch")
+        with pytest.raises(botocore.exceptions.ClientError) as missing:
+            await asyncio.to_thread(_client(env).head_object, Bucket=target.bucket, Key="forged")
+        assert _status(missing.value)[0] == 404
+
+
+async def test_a_connection_that_never_sends_its_header_is_closed():
+    async with open_backend("s3", settings={"latency_ms": "0"}) as target:
+        port = int(target.endpoint.rsplit(":", 1)[1])
+
+        def half_a_request() -> tuple[bytes, float]:
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(b"GET /benchlib HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+                sock.settimeout(HEADER_TIMEOUT_S + 10)
+                t0 = time.monotonic()
+                return sock.recv(1024), time.monotonic() - t0
+
+        data, took = await asyncio.to_thread(half_a_request)
+        assert data == b"" and HEADER_TIMEOUT_S - 1 < took < HEADER_TIMEOUT_S + 3
+
+
+HARNESS = """
+import asyncio, json, sys
+from benchlib.provision import open_backend
+async def main():
+    async with open_backend('s3', settings={'latency_ms': '0'}) as t:
+        print(json.dumps({'env': t.env(), 'root': str(t.root), 'bucket': t.bucket}), flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+asyncio.run(main())
+"""
+
+
+class Flood:
+    """Idle half-requests to `port`, opened without waiting for the server (non-blocking), the
+    way a hostile local account starves a server that holds every connection it accepts."""
+
+    def __init__(self, port: int, hold: int) -> None:
+        self.port, self.hold = port, hold
+        self.socks: list[socket.socket] = []
+        self.opened = 0
+        self._stop = threading.Event()
+
+    def open(self, n: int) -> None:
+        for _ in range(n):
+            sock = socket.socket()
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", self.port))
+            self.socks.append(sock)
+            self.opened += 1
+            if len(self.socks) > self.hold:
+                self.socks.pop(0).close()
+        for sock in self.socks[-n:]:
+            try:
+                sock.send(b"PUT /benchlib/x HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            except OSError:
+                pass
+
+    def keep_going(self, batch: int, every_s: float) -> threading.Thread:
+        def run() -> None:
+            while not self._stop.wait(every_s):
+                self.open(batch)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self, thread: threading.Thread | None = None) -> None:
+        self._stop.set()
+        if thread is not None:
+            thread.join(10)
+        for sock in self.socks:
+            sock.close()
+        self.socks.clear()
+
+
+def _modest_fd_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096))
+
+
+def test_a_flood_of_idle_connections_does_not_starve_our_client():
+    """A harness started with the common 1024 soft fd limit: an account flooding the proxy with
+    thousands of idle half-requests (more than its fd limit, and than the pending cap), still
+    flooding while our client works, neither keeps a genuine client out nor fills the disk
+    with a log; the emulator raised its soft fd limit to the hard one."""
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, preexec_fn=_modest_fd_limit)
+    flood = None
+    flooding = None
+    try:
+        started = json.loads(harness.stdout.readline())
+        env, root = started["env"], Path(started["root"])
+        (emulator,) = [p for p in _emulators() if p.ppid() == harness.pid]
+        assert emulator.rlimit(psutil.RLIMIT_NOFILE) == (4096, 4096)
+        flood = Flood(int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1]), hold=4000)
+        flood.open(3000)
+        flooding = flood.keep_going(batch=100, every_s=0.05)
+        t0 = time.monotonic()
+        for n in range(5):  # a new client each time: a new connection through the gate
+            s3 = _client(env, connect_timeout=5, read_timeout=5, retries={"max_attempts": 1})
+            s3.put_object(Bucket=started["bucket"], Key=f"k{n}", Body=b"v")
+            assert s3.get_object(Bucket=started["bucket"], Key=f"k{n}")["Body"].read() == b"v"
+            s3.close()
+        took = time.monotonic() - t0
+        assert flood.opened > 3000 and took < 10
+        assert emulator.num_fds() < 4096
+        logged = sum(f.stat().st_size for f in root.glob(LOG_NAME + "*"))
+        assert logged <= 2 * LOG_BYTES + 65536
+    finally:
+        if flood is not None:
+            flood.stop(flooding)
+        harness.stdin.close()
+        harness.wait(60)
+        harness.stdout.close()
+    assert [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+def test_a_start_up_error_reaches_the_parent(tmp_path):
+    """Before it is ready the emulator's stderr is its log, so s3.py can show the last line:
+    here, a secret that never came (it is read from stdin, never from argv)."""
+    with open(tmp_path / LOG_NAME, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "benchlib.provision.s3_server", str(tmp_path),
+                                 "--bucket", "benchlib"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+    try:
+        proc.stdin.write(b"BENCHKEYIDONLY\n")
+        proc.stdin.close()
+        with pytest.raises(BenchError, match="did not start: s3_server: give the access key id and the secret"):
+            _wait_ready(proc, tmp_path)
+    finally:
+        proc.kill()
+        proc.wait(30)
+        proc.stdout.close()

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 
 
 def _settings(pairs: list[str]) -> dict[str, str]:
@@ -27,7 +27,7 @@ def _settings(pairs: list[str]) -> dict[str, str]:
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise BenchError(f"--set takes NAME=VALUE, got {pair!r}")
+            raise BenchError(f"--set takes NAME=VALUE, got {shown(pair)}")
         out[key.strip()] = value.strip()
     return out
 
@@ -78,7 +78,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from benchlib.studies import STUDIES
 
     if args.study and args.study not in STUDIES:
-        raise BenchError(f"unknown study {args.study!r}: choose one of {', '.join(STUDIES)}")
+        raise BenchError(f"unknown study {shown(args.study)}: choose one of {', '.join(STUDIES)}")
     result = sweep.run(args.profile, [args.study] if args.study else None, force=args.force,
                        accept_server_settings=args.accept_server_settings)
     print(result.table.markdown(), file=sys.stderr)

@@ -6,6 +6,10 @@ studies raise it *before* any work starts, so nothing half-written lands in data
 """
 from __future__ import annotations
 
+from typing import Any
+
+SHOWN = 60  # characters of a user's value an error message repeats
+
 
 class BenchError(Exception):
     """A problem the user can fix; str(err) is a single actionable line."""
@@ -21,6 +25,13 @@ class ServerMissing(BenchError):
     A sweep skips such a run and says why (a profile may compare servers "where present");
     anywhere else it is an error like any other.
     """
+
+
+def shown(value: Any, limit: int = SHOWN) -> str:
+    """A user's value as an error message repeats it: repr, cut to `limit` characters (a 100 KB
+    value is named, not echoed)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
 def failure_reason(err: BaseException) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 
 from benchlib import tempdirs
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.outputs import REPO_ROOT
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -44,7 +44,7 @@ def notebook_for(study: str) -> Path:
 
     path = NOTEBOOK_DIR / STUDIES[study].NOTEBOOK
     if not path.exists():
-        raise BenchError(f"no notebook for study {study!r} at {path}")
+        raise BenchError(f"no notebook for study {shown(study)} at {path}")
     return path
 
 
@@ -58,7 +58,7 @@ def check_names(notebook: Path, parameters: dict[str, Any], declared: set[str] |
     declared = declared_parameters(notebook) if declared is None else declared
     unknown = sorted(set(parameters) - declared)
     if unknown:
-        raise BenchError(f"{notebook.name} declares no parameter {unknown[0]!r} "
+        raise BenchError(f"{notebook.name} declares no parameter {shown(unknown[0])} "
                          f"(it declares {', '.join(sorted(declared))})")
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import filelock
 import psutil
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -71,7 +71,7 @@ def study_dir(data_dir: str | Path, study: str, profile: str) -> Path:
     """data_dir/<study>/<profile>: refuses to put an unpublished profile into the repo's data/."""
     data_dir = Path(data_dir)
     if data_dir.resolve() == REPO_DATA and profile not in PUBLISHED:
-        raise BenchError(f"data/ holds the published profiles only ({', '.join(PUBLISHED)}), not {profile!r}: "
+        raise BenchError(f"data/ holds the published profiles only ({', '.join(PUBLISHED)}), not {shown(profile)}: "
                          f"choose another data_dir (e.g. build/{profile}/data)")
     return data_dir / study / profile
 

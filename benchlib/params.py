@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 
 
 def _as_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise BenchError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        raise BenchError(f"{name} must be a whole number >= {minimum}, got {shown(value)}")
     try:
         number = int(value)
     except ValueError:
-        raise BenchError(f"{name} must be a whole number >= {minimum}, got {value!r}") from None
+        raise BenchError(f"{name} must be a whole number >= {minimum}, got {shown(value)}") from None
     if number < minimum:
         raise BenchError(f"{name} must be >= {minimum}, got {number}")
     return number
@@ -36,56 +36,76 @@ def positive_float(name: str, value: Any) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise BenchError(f"{name} must be a number > 0, got {value!r}") from None
+        raise BenchError(f"{name} must be a number > 0, got {shown(value)}") from None
     if not number > 0:
-        raise BenchError(f"{name} must be > 0, got {value!r}")
+        raise BenchError(f"{name} must be > 0, got {shown(value)}")
     return number
+
+
+MAX_AXIS = 64  # values on one sweep axis: every one is a cell, and a cell takes seconds to minutes
+
+
+def _listed(name: str, values: Any) -> list[Any]:
+    if isinstance(values, str):
+        values = [v for v in values.replace(" ", "").split(",") if v]
+    elif isinstance(values, Mapping) or not isinstance(values, Iterable):
+        values = [values]
+    values = list(values)
+    if not values:
+        raise BenchError(f"{name} needs at least one value")
+    if len(values) > MAX_AXIS:
+        raise BenchError(f"{name} lists {len(values):,} values; a sweep axis takes at most {MAX_AXIS}: shorten it")
+    return values
+
+
+def _unique(name: str, out: tuple) -> tuple:
+    if len(set(out)) != len(out):
+        twice = next(v for v in out if out.count(v) > 1)
+        raise BenchError(f"{name} lists {shown(twice)} twice: list each value once")
+    return out
 
 
 def positive_ints(name: str, values: Any) -> tuple[int, ...]:
     """A sweep axis: "1,2,4", 4, or [1, 2, 4] -> (1, 2, 4); unique, each >= 1."""
-    if isinstance(values, str):
-        values = [v for v in values.replace(" ", "").split(",") if v]
-    elif not isinstance(values, Iterable):
-        values = [values]
-    out = tuple(positive_int(name, v) for v in values)
-    if not out:
-        raise BenchError(f"{name} needs at least one value")
-    if len(set(out)) != len(out):
-        raise BenchError(f"{name} lists a value twice: {','.join(map(str, out))}")
-    return out
+    return _unique(name, tuple(positive_int(name, v) for v in _listed(name, values)))
 
 
 def one_of(name: str, value: Any, options: Iterable[str]) -> str:
     options = list(options)
     if value not in options:
-        raise BenchError(f"unknown {name} {value!r}: choose one of {', '.join(options)}")
+        raise BenchError(f"unknown {name} {shown(value)}: choose one of {', '.join(options)}")
     return value
 
 
 def names(name: str, values: Any, options: Iterable[str]) -> tuple[str, ...]:
     """A list of names, each one of `options`: "a,b" or ["a", "b"] -> ("a", "b")."""
-    if isinstance(values, str):
-        values = [v for v in values.replace(" ", "").split(",") if v]
-    out = tuple(one_of(name.rstrip("s"), v, options) for v in values)
-    if not out:
-        raise BenchError(f"{name} needs at least one value")
-    if len(set(out)) != len(out):
-        raise BenchError(f"{name} lists a value twice: {','.join(out)}")
-    return out
+    return _unique(name, tuple(one_of(name.rstrip("s"), v, options) for v in _listed(name, values)))
+
+
+MAX_SETTING_NAME = 63  # PostgreSQL's NAMEDATALEN - 1
+MAX_SETTING_VALUE = 1024  # far above any real setting; a command line holds 128 KiB per argument
 
 
 def settings(name: str, value: Any) -> dict[str, str]:
-    """Server settings (or SQLite pragmas): {name: value}; the backend checks names and values."""
+    """Server settings (or SQLite pragmas): {name: value}; the backend checks names and values.
+
+    Lengths are bounded here, before anything runs: a 200 KB value would otherwise reach the
+    server's command line and fail there with a message that blames the binaries."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise BenchError(f"{name} must be a mapping of setting names to values, got {value!r}")
+        raise BenchError(f"{name} must be a mapping of setting names to values, got {shown(value)}")
     out = {}
     for key, v in value.items():
         if not isinstance(key, str) or not key.replace("_", "").replace(".", "").isalnum():
-            raise BenchError(f"{name}: {key!r} is not a setting name")
-        out[key] = str(v).lower() if isinstance(v, bool) else str(v)
+            raise BenchError(f"{name}: {shown(key)} is not a setting name")
+        if len(key) > MAX_SETTING_NAME:
+            raise BenchError(f"{name}: {shown(key)} is not a setting name (at most {MAX_SETTING_NAME} characters)")
+        text = str(v).lower() if isinstance(v, bool) else str(v)
+        if len(text) > MAX_SETTING_VALUE:
+            raise BenchError(f"{name}: the value of {key} has {len(text):,} characters, more than the "
+                             f"{MAX_SETTING_VALUE:,} a setting may have: shorten it")
+        out[key] = text
     return out
 
 

@@ -220,7 +220,8 @@ class Store:
 def failure_reasons(tables: Mapping[str, pl.DataFrame | None], most: int = 3) -> list[str]:
     """The distinct reasons rows failed for (every study's tables have an `error` column),
     most frequent first, each cut to one short line: what a run says on screen."""
-    errors = [df["error"].drop_nulls() for df in tables.values() if df is not None and "error" in df.columns]
+    errors = [df["error"].drop_nulls().cast(pl.String) for df in tables.values()
+              if df is not None and "error" in df.columns]
     if not errors:
         return []
     counted = pl.concat(errors).value_counts(sort=True).rows()

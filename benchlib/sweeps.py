@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.studies import STUDIES
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
@@ -23,7 +23,7 @@ def study_module(study: str):
     try:
         return STUDIES[study]
     except KeyError:
-        raise BenchError(f"unknown study {study!r}: choose one of {', '.join(STUDIES)}") from None
+        raise BenchError(f"unknown study {shown(study)}: choose one of {', '.join(STUDIES)}") from None
 
 
 def _spec(study: str) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def studies_with(profile: str) -> list[str]:
     found = [s for s in STUDIES if profile in _spec(s)]
     if not found:
         known = sorted({p for s in STUDIES for p in _spec(s)})
-        raise BenchError(f"unknown profile {profile!r}: choose one of {', '.join(known)}")
+        raise BenchError(f"unknown profile {shown(profile)}: choose one of {', '.join(known)}")
     return found
 
 
@@ -56,14 +56,14 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
     path = PROFILE_DIR / f"{study}.yaml"
     spec = _spec(study)
     if profile not in spec:
-        raise BenchError(f"unknown profile {profile!r} for {study}: choose one of {', '.join(spec)}")
+        raise BenchError(f"unknown profile {shown(profile)} for {study}: choose one of {', '.join(spec)}")
     entry = spec[profile] or {}
     runs = [{**(entry.get("common") or {}), **run} for run in entry.get("runs") or [{}]]
     known = {f.name for f in dataclasses.fields(module.Params)}
     for run in runs:
         unknown = sorted(set(run) - known)
         if unknown:
-            raise BenchError(f"{path.name} [{profile}]: unknown parameter {unknown[0]!r} "
+            raise BenchError(f"{path.name} [{profile}]: unknown parameter {shown(unknown[0])} "
                              f"({study} takes {', '.join(sorted(known))})")
         module.Params(**run)  # values: BenchError with the parameter's name
     return runs

@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.provision import postgres as _pg
 from benchlib.provision import s3 as _s3
 from benchlib.provision.postgres import PgServer, redact
@@ -59,7 +59,7 @@ def backend(name: str) -> Backend:
     try:
         return BACKENDS[name]
     except KeyError:
-        raise BenchError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}") from None
+        raise BenchError(f"unknown backend {shown(name)}: choose one of {', '.join(BACKENDS)}") from None
 
 
 @asynccontextmanager

@@ -199,6 +199,8 @@ def _settings_error(binaries: ServerBinaries, stderr: str, settings: dict[str, s
         names = [l.split("\t", 1)[0] for l in known.splitlines()]
         close = difflib.get_close_matches(m.group(1), names, n=1)
         hint = f"did you mean {close[0]}?" if close else "see the PostgreSQL documentation for its name"
+    if len(message) > 200:  # it repeats the value, which may be long
+        message = message[:199] + "…"
     return (f"server setting rejected by PostgreSQL {binaries.version}: {message}"
             + (f" ({hint})" if hint else "") + ": fix it in the profile or --set")
 

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from benchlib import sql
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.provision import binaries as bins
 from benchlib.provision import docker
 from benchlib.provision.binaries import ServerBinaries
@@ -234,7 +234,7 @@ async def preflight(settings: Mapping[str, str] | None = None, *, dsn: str | Non
         shown = {r["name"]: r["value"] for r in await conn.fetch(SQL["settings_named"], list(settings))}
         unknown = sorted(set(settings) - set(shown))
         if unknown:
-            raise BenchError(f"the DSN's server has no setting {unknown[0]!r}: fix the study's settings")
+            raise BenchError(f"the DSN's server has no setting {shown(unknown[0])}: fix the study's settings")
         is_super = await conn.fetchval(SQL["is_superuser"])
         limits = dict(await conn.fetchrow(SQL["connection_limits"]))
     finally:

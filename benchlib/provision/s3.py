@@ -7,7 +7,7 @@ every response by `latency_ms` (the reference run: 60 ms, no jitter) and admits 
 connections whose first request carries a valid Signature Version 4 made with the key
 and secret generated here (handed over on stdin, never on argv or in a file). The
 process has a parent-death signal and a session of its own; its directory is private
-(tempdirs) and removed afterwards; its log (LOG_NAME there) is size-capped.
+(tempdirs) and removed afterwards; its log (LOG_NAME) is size-capped.
 
 Settings (the study's `settings`, recorded in the manifest and the cell key):
 `latency_ms`, the delay added to every response (default 60).
@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import tempdirs
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.provision.lifetime import dies_with_us
-from benchlib.provision.s3_server import LOG_NAME
 
 DEFAULTS = {"latency_ms": "60"}
 BUCKET = "benchlib"
 REGION = "us-east-1"
 READY_TIMEOUT_S = 60.0
+LOG_NAME = "s3_server.log"  # in the emulator's directory; size-capped by s3_server
 
 
 @dataclass(frozen=True)
@@ -59,14 +59,14 @@ async def preflight(settings: Mapping[str, str] | None = None, **_: Any) -> S3Pl
     settings = {str(k): str(v) for k, v in (settings or {}).items()}
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
-        raise BenchError(f"the s3 backend has no setting {unknown[0]!r}: it knows {', '.join(DEFAULTS)}")
+        raise BenchError(f"the s3 backend has no setting {shown(unknown[0])}: it knows {', '.join(DEFAULTS)}")
     merged = {**DEFAULTS, **settings}
     try:
         latency = float(merged["latency_ms"])
     except ValueError:
         latency = -1.0
     if not 0 <= latency <= 10_000:
-        raise BenchError(f"latency_ms={merged['latency_ms']!r} for the s3 backend: give milliseconds from 0 to 10000")
+        raise BenchError(f"latency_ms={shown(merged['latency_ms'])} for the s3 backend: give milliseconds from 0 to 10000")
     return S3Plan(merged)
 
 
@@ -123,7 +123,7 @@ async def s3(plan: S3Plan) -> AsyncIterator[S3Target]:
         with open(root / LOG_NAME, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "benchlib.provision.s3_server", str(root), "--bucket", BUCKET,
-                 "--latency-ms", plan.settings["latency_ms"]],
+                 "--latency-ms", plan.settings["latency_ms"], "--log", str(root / LOG_NAME)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=root,
                 start_new_session=True, preexec_fn=dies_with_us())
         proc.stdin.write(f"{key_id}\n{secret}\n".encode())

@@ -1,7 +1,7 @@
 """The S3 emulator as one child process: moto's S3 on a private unix socket, reached only
 through a loopback proxy that adds a fixed latency and admits only our own clients.
 
-    python -m benchlib.provision.s3_server ROOT --latency-ms 60 --bucket B
+    python -m benchlib.provision.s3_server ROOT --latency-ms 60 --bucket B --log ROOT/s3_server.log
     (stdin: the access key id, then the secret access key, one a line)
 
 Why it is built this way:
@@ -64,7 +64,6 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
-LOG_NAME = "s3_server.log"  # in ROOT; s3.py shows its last line when start-up fails
 LOG_BYTES = 1 << 20
 MAX_HEAD = 64 * 1024
 HEADER_TIMEOUT_S = 5.0
@@ -383,8 +382,10 @@ if __name__ == "__main__":
     ap.add_argument("root", type=Path)
     ap.add_argument("--bucket", required=True)
     ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--log", type=Path, required=True, help="also our stderr: s3.py shows its last line "
+                    "when start-up fails")
     args = ap.parse_args()
-    bounded_log(args.root / LOG_NAME)
+    bounded_log(args.log)
     try:
         asyncio.run(main(args.root, args.bucket, args.latency_ms))
     except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchlib import tempdirs
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 
 T = TypeVar("T")
 
@@ -135,7 +135,7 @@ def check_pragmas(pragmas: Mapping[str, str] | None) -> None:
         known = {row[0] for row in db.execute("PRAGMA pragma_list")}
     for name in pragmas or {}:
         if name not in known:
-            raise BenchError(f"SQLite {sqlite3.sqlite_version} has no pragma {name!r}: fix the study's settings")
+            raise BenchError(f"SQLite {sqlite3.sqlite_version} has no pragma {shown(name)}: fix the study's settings")
 
 
 def check_engine(backend: str) -> None:

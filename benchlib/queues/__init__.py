@@ -8,7 +8,7 @@ row to the README's systems table. Nothing else in the harness names a system.
 """
 from __future__ import annotations
 
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.queues.base import Job, PullQueue, WorkerSystem, system_version
 from benchlib.queues.claim_then_delete import ClaimThenDelete
 from benchlib.queues.pgmq_queue import Pgmq
@@ -43,7 +43,7 @@ def default_for(backend: str) -> str:
     """The first registered queue that runs on `backend`."""
     names = designs_on(backend)
     if not names:
-        raise BenchError(f"no queue runs on backend {backend!r}")
+        raise BenchError(f"no queue runs on backend {shown(backend)}")
     return names[0]
 
 
@@ -65,9 +65,9 @@ def get(name: str, backend: str | None = None) -> System:
     try:
         cls = QUEUES[name]
     except KeyError:
-        raise BenchError(f"unknown queue {name!r}: choose one of {', '.join(QUEUES)}") from None
+        raise BenchError(f"unknown queue {shown(name)}: choose one of {', '.join(QUEUES)}") from None
     if backend is not None and backend not in cls.backends:
-        raise BenchError(f"queue {name!r} runs on {', '.join(cls.backends)}, not {backend}: "
+        raise BenchError(f"queue {shown(name)} runs on {', '.join(cls.backends)}, not {backend}: "
                          f"for {backend} use {', '.join(designs_on(backend))}")
     return cls()
 

@@ -39,6 +39,7 @@ def _owned_by(pid: int) -> list[Path]:
     (["drain", "--dsn", "postgresql://u@127.0.0.1:99999/x"], {}, "cannot parse the DSN"),
     (["drain", "--dsn", "postgresql://u@[::1:5432/x"], {}, "cannot parse the DSN"),
     (["drain", "--set", "autovacuum_naptme=1s"], {}, "did you mean autovacuum_naptime?"),
+    (["drain", "--set", "shared_buffers=" + "9" * 100_000], {}, "has 100,000 characters, more than the 1,024"),
     (["drain", "--set", "autovacuum_naptime=-5s"], {}, "-5 s is outside the valid range"),
     (["drain", "--consumers", "200"], {}, "needs 201 connections at once but the server allows 100"),
     (["drain", "--backend", "sqlite", "--set", "journal_mod=wal"], {}, "SQLite"),

@@ -20,8 +20,8 @@ import pytest
 
 from benchlib.errors import BenchError
 from benchlib.provision import open_backend
-from benchlib.provision.s3 import _wait_ready
-from benchlib.provision.s3_server import HEADER_TIMEOUT_S, LOG_BYTES, LOG_NAME
+from benchlib.provision.s3 import LOG_NAME, _wait_ready
+from benchlib.provision.s3_server import HEADER_TIMEOUT_S, LOG_BYTES
 
 pytestmark = pytest.mark.integration
 
@@ -149,46 +149,67 @@ asyncio.run(main())
 
 
 class Flood:
-    """Idle half-requests to `port`, opened without waiting for the server (non-blocking), the
-    way a hostile local account starves a server that holds every connection it accepts."""
+    """Idle half-requests to `port`, as a hostile local account sends them to starve a server
+    that holds every connection it accepts: 50 connects in flight at a time (so the listen
+    queue does not overflow), `hold` connections kept (the oldest dropped), on a thread of
+    its own. `stalled` once a connect does not complete in 3 s: the server stopped accepting."""
+
+    HALF_A_REQUEST = b"PUT /benchlib/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
     def __init__(self, port: int, hold: int) -> None:
         self.port, self.hold = port, hold
-        self.socks: list[socket.socket] = []
         self.opened = 0
+        self.stalled = False
+        self._writers: list[asyncio.StreamWriter] = []
+        self._first = threading.Event()
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def open(self, n: int) -> None:
-        for _ in range(n):
-            sock = socket.socket()
-            sock.setblocking(False)
-            sock.connect_ex(("127.0.0.1", self.port))
-            self.socks.append(sock)
-            self.opened += 1
-            if len(self.socks) > self.hold:
-                self.socks.pop(0).close()
-        for sock in self.socks[-n:]:
-            try:
-                sock.send(b"PUT /benchlib/x HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-            except OSError:
-                pass
+    async def _open(self, n: int) -> None:
+        in_flight = asyncio.Semaphore(50)
 
-    def keep_going(self, batch: int, every_s: float) -> threading.Thread:
-        def run() -> None:
-            while not self._stop.wait(every_s):
-                self.open(batch)
+        async def one() -> None:
+            async with in_flight:
+                if self.stalled:
+                    return
+                try:
+                    _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), 3)
+                except TimeoutError:
+                    self.stalled = True
+                    return
+                except OSError:
+                    return
+                writer.write(self.HALF_A_REQUEST)
+                self._writers.append(writer)
+                self.opened += 1
+                if len(self._writers) > self.hold:
+                    self._writers.pop(0).transport.abort()
 
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        return thread
+        await asyncio.gather(*(one() for _ in range(n)))
 
-    def stop(self, thread: threading.Thread | None = None) -> None:
+    async def _run(self, first: int, batch: int, every_s: float) -> None:
+        try:
+            await self._open(first)
+            self._first.set()
+            while not self._stop.is_set():
+                await asyncio.gather(self._open(0 if self.stalled else batch), asyncio.sleep(every_s))
+        finally:
+            self._first.set()
+            for writer in self._writers:
+                writer.transport.abort()
+            await asyncio.sleep(0)
+
+    def start(self, first: int, batch: int, every_s: float) -> None:
+        """`first` connections (returns once they are open or the server stalled), then `batch`
+        more every `every_s` until stop()."""
+        self._thread = threading.Thread(target=asyncio.run, args=(self._run(first, batch, every_s),), daemon=True)
+        self._thread.start()
+        self._first.wait()
+
+    def stop(self) -> None:
         self._stop.set()
-        if thread is not None:
-            thread.join(10)
-        for sock in self.socks:
-            sock.close()
-        self.socks.clear()
+        if self._thread is not None:
+            self._thread.join(30)
 
 
 def _modest_fd_limit() -> None:
@@ -203,15 +224,13 @@ def test_a_flood_of_idle_connections_does_not_starve_our_client():
     harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, preexec_fn=_modest_fd_limit)
     flood = None
-    flooding = None
     try:
         started = json.loads(harness.stdout.readline())
         env, root = started["env"], Path(started["root"])
         (emulator,) = [p for p in _emulators() if p.ppid() == harness.pid]
         assert emulator.rlimit(psutil.RLIMIT_NOFILE) == (4096, 4096)
         flood = Flood(int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1]), hold=4000)
-        flood.open(3000)
-        flooding = flood.keep_going(batch=100, every_s=0.05)
+        flood.start(first=3000, batch=100, every_s=0.05)
         t0 = time.monotonic()
         for n in range(5):  # a new client each time: a new connection through the gate
             s3 = _client(env, connect_timeout=5, read_timeout=5, retries={"max_attempts": 1})
@@ -219,13 +238,13 @@ def test_a_flood_of_idle_connections_does_not_starve_our_client():
             assert s3.get_object(Bucket=started["bucket"], Key=f"k{n}")["Body"].read() == b"v"
             s3.close()
         took = time.monotonic() - t0
-        assert flood.opened > 3000 and took < 10
+        assert flood.opened > 3000 and not flood.stalled and took < 10
         assert emulator.num_fds() < 4096
         logged = sum(f.stat().st_size for f in root.glob(LOG_NAME + "*"))
         assert logged <= 2 * LOG_BYTES + 65536
     finally:
         if flood is not None:
-            flood.stop(flooding)
+            flood.stop()
         harness.stdin.close()
         harness.wait(60)
         harness.stdout.close()
@@ -237,7 +256,8 @@ def test_a_start_up_error_reaches_the_parent(tmp_path):
     here, a secret that never came (it is read from stdin, never from argv)."""
     with open(tmp_path / LOG_NAME, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "benchlib.provision.s3_server", str(tmp_path),
-                                 "--bucket", "benchlib"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+                                 "--bucket", "benchlib", "--log", str(tmp_path / LOG_NAME)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
     try:
         proc.stdin.write(b"BENCHKEYIDONLY\n")
         proc.stdin.close()

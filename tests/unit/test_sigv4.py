@@ -46,6 +46,7 @@ def _record_heads(calls) -> list[bytes]:
         calls(client)
     finally:
         client.close()
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone would not)
         listener.close()
         thread.join(5)
     return heads

@@ -97,7 +97,7 @@ def test_the_sweep_summary_counts_each_runs_own_rows(tmp_path):
         where / "sqlite__pgqrs.samples.parquet")
     jobs = [sweep.Job("drain", stem, None, {}, tmp_path / f"{stem}.ipynb") for stem in
             ("postgres__skip_locked", "sqlite__pgqrs")]
-    failed = {r["run"]: r["failed"] for r in sweep.summary(jobs, tmp_path, "smoke").rows}
+    failed = {r["run"]: r["failed"] for r in sweep.summary(jobs, tmp_path, "smoke").table.rows}
     assert failed == {"postgres__skip_locked": "0", "sqlite__pgqrs": "3"}
 
 
@@ -114,7 +114,7 @@ def test_a_server_the_machine_lacks_is_skipped_and_said(tmp_path, monkeypatch, c
     assert job.name == "default__pg99" and job.skipped.startswith("no PostgreSQL 99 server binaries here")
     sweep.execute(jobs, tmp_path / "data")
     assert "skipped, no PostgreSQL 99" in capsys.readouterr().out
-    (row,) = sweep.summary(jobs, tmp_path / "data", "smoke").rows
+    (row,) = sweep.summary(jobs, tmp_path / "data", "smoke").table.rows
     assert row["time"] == "skipped" and "PostgreSQL 99" in row["results"]
     assert not (tmp_path / "data" / "durability").exists()
 
@@ -128,5 +128,5 @@ def test_the_sweep_summary_counts_a_durability_run_with_its_crash_rows(tmp_path)
         where / "default.samples.parquet")
     pl.DataFrame({"lost": [700, 3], "error": [None, "RuntimeError: restart failed"]}).write_parquet(
         where / "default.crashes.parquet")
-    (row,) = sweep.summary([sweep.Job("durability", "default", None, {}, tmp_path / "x.ipynb")], tmp_path, "smoke").rows
+    (row,) = sweep.summary([sweep.Job("durability", "default", None, {}, tmp_path / "x.ipynb")], tmp_path, "smoke").table.rows
     assert (row["lost"], row["duplicates"], row["failed"]) == ("0", "1", "1")

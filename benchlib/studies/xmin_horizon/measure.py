@@ -41,7 +41,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import queues, sql
-from benchlib.errors import BenchError
+from benchlib.errors import BenchError, shown
 from benchlib.holders import HOLDERS
 from benchlib.measure import Latencies, now_ns
 from benchlib.provision import PgServer
@@ -121,7 +121,7 @@ class Params:
                              f"got {fixed['children']}")
         bad = [k for k in fixed["autovacuum"] if not k.startswith("autovacuum")]
         if bad:
-            raise BenchError(f"autovacuum takes autovacuum_* settings only, got {bad[0]!r}")
+            raise BenchError(f"autovacuum takes autovacuum_* settings only, got {shown(bad[0])}")
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
 

@@ -3,18 +3,25 @@
 One module for every study and for pgbench, so the harness and the server's limit
 (pgbench.py) always drain the same jobs, filled the same way, and a change here
 re-measures every cell that uses it (results.MEASURING_CODE).
+
+Payloads are made a chunk at a time, just before that chunk is enqueued, so the fill's
+memory does not grow with n (only the ids it returns do, 8 bytes a job), and the event
+loop gets control between chunks: Ctrl-C or SIGTERM stops a fill of any size at once.
+How large a backlog may be at all is footprint.py's to say, before anything starts.
 """
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 CHUNK = 5_000  # jobs per INSERT during the (untimed) fill
 
 
-def payloads(n: int) -> list[str]:
-    return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(n)]
+def payloads(start: int, n: int) -> list[str]:
+    """The payloads of jobs start .. start+n-1 (each carries its sequence number)."""
+    return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(start, start + n)]
 
 
 def chunk_of(system: Any) -> int:
@@ -22,16 +29,15 @@ def chunk_of(system: Any) -> int:
     return getattr(system, "enqueue_chunk", CHUNK)
 
 
-async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK) -> list[int]:
+async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK) -> array:
     """Enqueue n jobs through `enqueue_many`, `chunk` at a time; the ids the system gave them."""
-    ids: list[int] = []
-    jobs = payloads(n)
+    ids = array("q")
     for i in range(0, n, chunk):
-        ids += await enqueue_many(jobs[i:i + chunk])
+        ids.extend(await enqueue_many(payloads(i, min(chunk, n - i))))
     return ids
 
 
-async def fill(target: Any, queue: Any, n: int) -> list[int]:
+async def fill(target: Any, queue: Any, n: int) -> array:
     """Install `queue` on `target` (fresh tables) and enqueue n jobs; their ids."""
     conn = await queue.connect(target)
     try:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from benchlib import outputs
+from benchlib import footprint, outputs
 from benchlib.errors import failure_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
@@ -67,6 +67,7 @@ class Study(Protocol):
     def backend(self, params: Any) -> str: ...
     def settings(self, params: Any) -> dict[str, str]: ...
     def connections(self, params: Any) -> int: ...
+    def max_jobs(self, params: Any) -> int: ...  # the most jobs a cell keeps on the server and counts by id
     def cells(self, params: Any) -> list[Cell]: ...
     def systems(self, params: Any) -> dict[str, dict[str, str]]: ...  # name -> summary, version
     async def measure(self, params: Any, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows: ...
@@ -105,10 +106,13 @@ async def run(study: Study, params: Any, *, dsn: str | None = None, data_dir: st
 
 
 async def preflight(study: Study, params: Any, *, dsn: str | None = None, accept_server_settings: bool = False):
-    """Everything a run needs from its backend, checked before any server starts (a one-line BenchError)."""
-    return await get_backend(study.backend(params)).preflight(
+    """Everything a run needs from its backend and this machine, checked before any server
+    starts (a one-line BenchError)."""
+    plan = await get_backend(study.backend(params)).preflight(
         study.settings(params), dsn=dsn, major=getattr(params, "pg_major", None),
         connections=study.connections(params), accept_server_settings=accept_server_settings)
+    footprint.check(study.max_jobs(params), plan.way)
+    return plan
 
 
 async def _interruptible(coro: Awaitable[Run]) -> Run:

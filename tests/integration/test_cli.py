@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import psutil
 import pytest
 
 from benchlib import outputs, tempdirs
@@ -34,6 +35,7 @@ def _owned_by(pid: int) -> list[Path]:
     (["drain", "--batch", "0"], {}, "batch_sizes must be >= 1"),
     (["drain", "--prefill", "-5"], {}, "prefill must be >= 1"),
     (["drain", "--samples", "0"], {}, "samples must be >= 1"),
+    (["drain", "--prefill", "1000000000"], {}, "jobs needs about"),
     (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], {}, "--dsn holds a password, which every account"),
     (["drain"], {"BENCH_PG_DSN": "postgresql://u:pw@127.0.0.1:1/x"}, "cannot connect to postgresql://u@127.0.0.1:1/x"),
     (["drain", "--dsn", "postgresql://u@127.0.0.1:99999/x"], {}, "cannot parse the DSN"),
@@ -142,3 +144,28 @@ def test_ctrl_c_or_sigterm_mid_run_keeps_whole_cells_and_leaves_nothing(tmp_path
     for cell in cells.glob("*.parquet"):
         assert pl.read_parquet(cell).height == 1
     assert _owned_by(proc.pid) == []  # its server and database directories were removed, not left to a sweep
+
+
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_sigterm_during_a_large_prefill_ends_the_run_within_seconds(tmp_path, backend):
+    """A prefill of millions of jobs is made and enqueued a chunk at a time: the event loop gets
+    control between chunks, so SIGTERM stops it at once (the server is thrown away with an
+    immediate shutdown, not a checkpoint of everything the fill dirtied), and nothing is left."""
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--backend", backend, "--consumers", "1",
+                             "--batch", "50", "--prefill", "5000000", "--samples", "1", "--warmup", "0",
+                             "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _owned_by(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(4)  # well into the fill (5,000,000 jobs take a minute or more here)
+    assert proc.poll() is None
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted") and not any(q in err for q in QUIET), err
+    assert took < 5, f"SIGTERM took {took:.1f} s to end the run"
+    gone, alive = psutil.wait_procs(descendants, timeout=5)
+    assert not alive and _owned_by(proc.pid) == []

@@ -294,6 +294,10 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
     return {p.queue: queues.describe(p.queue)}
 
 
+def max_jobs(p: Params) -> int:
+    return p.prefill
+
+
 def batch_sizes(p: Params) -> tuple[int, ...]:
     """The batch axis: the profile's, or 1 alone for a library that fetches one job at a
     time and has no setting to change it (its concurrency is swept, nothing else)."""

@@ -272,6 +272,10 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
     return {q: queues.describe(q) for q in p.queues}
 
 
+def max_jobs(p: Params) -> int:
+    return max(*p.jobs, p.crash_backlog if p.crashes else 0)
+
+
 def crash_support(queue: str) -> str | None:
     """Why `queue` cannot take part in the crash cells (None: it can)."""
     sql = getattr(queues.QUEUES[queue], "SQL", {})

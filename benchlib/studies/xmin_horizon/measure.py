@@ -600,6 +600,11 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
     return {d: queues.describe(d) for d in p.designs}
 
 
+def max_jobs(p: Params) -> int:
+    """Every job produced is counted by id; the bystander table's rows live beside them."""
+    return int(p.rate * (len(PHASES) * p.phase_s + p.drain_timeout_s)) + p.bystander_rows
+
+
 def cells(p: Params) -> list[Cell]:
     return [Cell({"design": d, "holder": h}, (__file__, *queues.code_files(d), module_file(HOLDERS[h])),
                  steps=len(PHASES))

@@ -27,7 +27,11 @@ What the proxy checks, on the first request of each connection (sigv4_refusal):
   path as sent (S3 signs it encoded once, not normalised), query decoded and encoded
   again the AWS way, the headers listed in SignedHeaders (which must include host,
   x-amz-date and x-amz-content-sha256) and the declared x-amz-content-sha256, and
-  compared in constant time. Refusals answer 403 with S3's error code and close.
+  compared in constant time. Refusals answer 403 with S3's error code (no more than S3
+  itself tells a stranger) and close. The check is a small pure function, not botocore's
+  SigV4Auth: a verifier must take the client's choice of signed headers and its bytes as
+  sent, where a signer makes its own; tests/unit/test_sigv4.py holds it to requests boto3
+  puts on the wire, AWS's documented example and object_store's test vector.
 What it does not check, knowingly:
 - the body against its declared hash (UNSIGNED-PAYLOAD and streaming payloads pass);
 - later requests on an admitted keep-alive connection (only the first one is read;
@@ -40,7 +44,7 @@ What keeps a local account from starving it: the first request's header must arr
 within HEADER_TIMEOUT_S; connections without a signed header yet are capped, a new one
 evicting the oldest (a real client sends its signed header at once, so it gets in
 while a flood churns); all connections are capped, within the file-descriptor limit
-(raised from soft to hard); and everything the process logs (asyncio, werkzeug, moto,
+(raised from soft to hard), a newcomer dropped only when every slot is admitted; and everything the process logs (asyncio, werkzeug, moto,
 uncaught exceptions, stray stderr after start-up) goes to a rotating log of at most
 2 x LOG_BYTES, where refusals are counted once a minute, not written one by one.
 """
@@ -54,12 +58,13 @@ import logging
 import os
 import re
 import resource
+import socket
 import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from urllib.parse import quote_from_bytes, unquote_to_bytes
@@ -69,6 +74,7 @@ MAX_HEAD = 64 * 1024
 HEADER_TIMEOUT_S = 5.0
 MAX_PENDING = 256
 MAX_CONNECTIONS = 1024
+LISTEN_QUEUE = 4096  # connections the kernel holds for us to accept (capped by somaxconn)
 FDS_PER_CONNECTION = 3  # the client's socket, ours to moto, moto's end of it
 MAX_SKEW_S = 15 * 60
 REPORT_EVERY_S = 60.0
@@ -148,7 +154,7 @@ def sigv4_refusal(request: Request, key_id: str, secret: str, now: float) -> str
     if len(dates) != 1 or len(payload_hashes) != 1 or not re.fullmatch(r"\d{8}T\d{6}Z", dates[0]):
         return "AccessDenied"
     try:
-        signed_at = datetime.strptime(dates[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp()
+        signed_at = datetime.strptime(dates[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
     except ValueError:
         return "AccessDenied"
     if credential[1] != dates[0][:8]:
@@ -305,7 +311,15 @@ async def proxy(sock_path: Path, key_id: str, secret: str, latency_ms: float, ga
                 if w is not None:
                     w.close()
 
-    return await asyncio.start_server(handle, "127.0.0.1", 0, limit=MAX_HEAD)
+    # asyncio accepts up to `backlog` connections per wake-up and starts their handlers after: at
+    # most half the pending cap per batch, so a flood cannot evict a real client between its
+    # accept and the read of the header it sent at once. The kernel's queue is made longer
+    # afterwards: a full one drops a real client's SYN too, which costs it a 1 s retransmit.
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = await asyncio.start_server(handle, sock=sock, limit=MAX_HEAD,
+                                        backlog=max(8, min(128, gate.max_pending // 2)))
+    sock.listen(LISTEN_QUEUE)
+    return server
 
 
 def bounded_log(path: Path) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import resource
 import signal
 import socket
 import subprocess
@@ -138,8 +137,9 @@ async def test_a_connection_that_never_sends_its_header_is_closed():
 
 
 HARNESS = """
-import asyncio, json, sys
+import asyncio, json, resource, sys
 from benchlib.provision import open_backend
+resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096))  # a common default; the emulator inherits it
 async def main():
     async with open_backend('s3', settings={'latency_ms': '0'}) as t:
         print(json.dumps({'env': t.env(), 'root': str(t.root), 'bucket': t.bucket}), flush=True)
@@ -212,17 +212,13 @@ class Flood:
             self._thread.join(30)
 
 
-def _modest_fd_limit() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096))
-
-
 def test_a_flood_of_idle_connections_does_not_starve_our_client():
     """A harness started with the common 1024 soft fd limit: an account flooding the proxy with
     thousands of idle half-requests (more than its fd limit, and than the pending cap), still
     flooding while our client works, neither keeps a genuine client out nor fills the disk
     with a log; the emulator raised its soft fd limit to the hard one."""
     harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, preexec_fn=_modest_fd_limit)
+                               text=True)
     flood = None
     try:
         started = json.loads(harness.stdout.readline())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import botocore.config
@@ -120,14 +120,14 @@ def test_headers_that_are_not_signed_do_not_count(boto3_heads):
 def test_a_request_signed_too_long_ago_or_ahead_is_refused(boto3_heads):
     request = _parsed(boto3_heads[0])
     signed_at = datetime.strptime(request.values("x-amz-date")[0], "%Y%m%dT%H%M%SZ").replace(
-        tzinfo=timezone.utc).timestamp()
+        tzinfo=UTC).timestamp()
     for offset, why in ((MAX_SKEW_S - 5, None), (-(MAX_SKEW_S - 5), None),
                         (MAX_SKEW_S + 5, "RequestTimeTooSkewed"), (-(MAX_SKEW_S + 5), "RequestTimeTooSkewed")):
         assert sigv4_refusal(request, KEY_ID, SECRET, signed_at + offset) == why
 
 
 def _at(stamp: str) -> float:
-    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
 
 
 def test_aws_documented_example():

@@ -11,17 +11,20 @@ How large a backlog may be at all is footprint.py's to say, before anything star
 """
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Callable
 from typing import Any
+
+from benchlib.measure import now_ns
+from benchlib.workload.ledger import Ledger
+from benchlib.workload.pacing import payload
 
 CHUNK = 5_000  # jobs per INSERT during the (untimed) fill
 
 
 def payloads(start: int, n: int) -> list[str]:
     """The payloads of jobs start .. start+n-1 (each carries its sequence number)."""
-    return [json.dumps({"seq": i, "task": "noop", "args": {"size": 64}}) for i in range(start, start + n)]
+    return [payload(i) for i in range(start, start + n)]
 
 
 def chunk_of(system: Any) -> int:
@@ -29,21 +32,34 @@ def chunk_of(system: Any) -> int:
     return getattr(system, "enqueue_chunk", CHUNK)
 
 
-async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK) -> array:
-    """Enqueue n jobs through `enqueue_many`, `chunk` at a time; the ids the system gave them."""
-    ids = array("q")
+async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK,
+                      ledger: Ledger | None = None) -> Ledger:
+    """Enqueue n jobs through `enqueue_many`, `chunk` at a time, into `ledger` (a new one by default):
+    their sequence numbers, the ids the system gave them, and when it acknowledged them."""
+    ledger = ledger if ledger is not None else Ledger()
     for i in range(0, n, chunk):
-        ids.extend(await enqueue_many(payloads(i, min(chunk, n - i))))
-    return ids
+        m = min(chunk, n - i)
+        first = ledger.reserve(m)
+        ids = await enqueue_many(payloads(first, m))
+        ledger.enqueued(first, ids, now_ns())
+    return ledger
 
 
-async def fill(target: Any, queue: Any, n: int) -> array:
-    """Install `queue` on `target` (fresh tables) and enqueue n jobs; their ids."""
+async def fill(target: Any, queue: Any, n: int, ledger: Ledger | None = None) -> Ledger:
+    """Install `queue` on `target` (fresh tables) and enqueue n jobs into `ledger`."""
     conn = await queue.connect(target)
     try:
         await queue.install(conn)
-        ids = await enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n, chunk_of(queue))
+        ledger = await enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n, chunk_of(queue), ledger)
         await queue.settle(conn)
-        return ids
+        return ledger
     finally:
         await conn.close()
+
+
+def ids_of(ledger: Ledger) -> array:
+    """The system's ids of every job in a ledger, in sequence order (pgbench counts by them)."""
+    out = array("q")
+    for batch in sorted(ledger.batches, key=lambda b: b.start):
+        out.extend(batch.ids)
+    return out

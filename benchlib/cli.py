@@ -49,6 +49,20 @@ def _failed(what: str, failed: int, reasons: list[str]) -> int:
     return 1
 
 
+def _warn_stalls(samples) -> None:
+    """Samples with a stall far beyond their cell's norm: their jobs/s absorbed a pause."""
+    import polars as pl
+
+    if "stall" not in samples.columns:
+        return
+    stalled = samples.filter(pl.col("stall").fill_null(False))
+    if stalled.height:
+        where = ", ".join(f"{r['consumers']}x{r['batch_size']} sample {r['sample']} ({r['completion_gap_max_ms'] / 1000:.1f} s)"
+                          for r in stalled.iter_rows(named=True))
+        print(f"warning: {stalled.height} sample(s) paused far beyond their cell's norm ({where}): something stopped "
+              "the harness or the server; rerun those cells (--force) before trusting their jobs/s", file=sys.stderr)
+
+
 def _drain(args: argparse.Namespace) -> int:
     from benchlib import outputs
     from benchlib.results import failure_reasons, new_run_id
@@ -70,6 +84,7 @@ def _drain(args: argparse.Namespace) -> int:
     print(f"\n{drain.STUDY} {drain.measure.stem(params)}: {len(run.manifest['cells'])} cells in "
           f"{time.monotonic() - started:.0f} s; lost {fmt(totals['lost'])}, duplicates {fmt(totals['duplicates'])}, "
           f"failed samples {fmt(totals['failed'])}; {where}")
+    _warn_stalls(run.samples)
     return _failed("sample(s)", totals["failed"], failure_reasons(run.tables))
 
 

@@ -7,6 +7,7 @@ from a capped or pre-sorted subset (METHOD rule 4).
 """
 from __future__ import annotations
 
+import resource
 import re
 import subprocess
 import time
@@ -45,17 +46,75 @@ class Latencies:
 
     def summary_ms(self, prefix: str) -> dict[str, float | None]:
         """{prefix_p50_ms, _p95_ms, _p99_ms, _max_ms}; None when there were no operations."""
-        keys = [f"{prefix}_p{p}_ms" for p in PERCENTILES] + [f"{prefix}_max_ms"]
-        if not self.ns:
-            return dict.fromkeys(keys)
-        values = np.frombuffer(self.ns, dtype=np.int64) / 1e6
-        # "linear" interpolation between closest ranks: exact over all operations
-        q = np.percentile(values, PERCENTILES, method="linear")
-        return dict(zip(keys, [float(x) for x in q] + [float(values.max())]))
+        return percentiles_ms(np.frombuffer(self.ns, dtype=np.int64) if self.ns else np.empty(0, np.int64), prefix)
 
     def mean_ms(self) -> float | None:
         """The mean, for comparison with studies that publish only an average."""
         return float(np.frombuffer(self.ns, dtype=np.int64).mean() / 1e6) if self.ns else None
+
+
+def _tree_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds of a process and every descendant, live or already reaped by its parent."""
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _own_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process (SQLite's among them)
+    return r.ru_utime + r.ru_stime
+
+
+class CpuMeter:
+    """CPU seconds spent between `start()` and `stop()` by the harness's own process and by
+    the server's process tree (None where the server is not ours to read: a user's DSN).
+
+    Wall time says how long; CPU time says who spent it. On two cores shared by client and
+    server, a harness that costs more CPU per job than pgbench takes that CPU from the server.
+    """
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
+        self._client = self._server = 0.0
+
+    def start(self) -> CpuMeter:
+        self._client, self._server = _own_cpu_s(), _tree_cpu_s(self.server_pid)
+        return self
+
+    def stop(self, jobs: int) -> dict[str, float | None]:
+        """{client_cpu_us_per_job, server_cpu_us_per_job} since start()."""
+        client, server = _own_cpu_s() - self._client, _tree_cpu_s(self.server_pid)
+        per = 1e6 / jobs if jobs else None
+        return {"client_cpu_us_per_job": client * per if per else None,
+                "server_cpu_us_per_job": (server - self._server) * per
+                if per and server is not None and self._server is not None else None}
+
+
+def percentiles_ms(values_ns: np.ndarray, prefix: str) -> dict[str, float | None]:
+    """{prefix_p50_ms, _p95_ms, _p99_ms, _max_ms} of nanosecond values; None when there are none.
+
+    "linear" interpolation between closest ranks: exact over every value, never a sample.
+    """
+    keys = [f"{prefix}_p{p}_ms" for p in PERCENTILES] + [f"{prefix}_max_ms"]
+    if values_ns.size == 0:
+        return dict.fromkeys(keys)
+    values = values_ns / 1e6
+    q = np.percentile(values, PERCENTILES, method="linear")
+    return dict(zip(keys, [float(x) for x in q] + [float(values.max())]))
 
 
 def fsync_rate(binaries: ServerBinaries | None, seconds: int = 1) -> float | None:

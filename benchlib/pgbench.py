@@ -25,6 +25,8 @@ import asyncio
 import math
 import os
 import re
+import resource
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ import polars as pl
 
 from benchlib import backlog
 from benchlib.errors import BenchError, failure_reason
+from benchlib.measure import CpuMeter
 from benchlib.provision import binaries
 from benchlib.provision.lifetime import dies_with_us
 from benchlib.results import Schema
@@ -43,6 +46,8 @@ COLUMNS: Schema = {
                                    "this sample: jobs done / its elapsed time (null: the system's SQL is internal)"),
     "pgbench_jobs": (pl.Int64, "jobs pgbench's clients finished of the same backlog (counted by id)"),
     "harness_ratio": (pl.Float64, "throughput_jobs_s / pgbench_jobs_s: how close the harness came to the limit"),
+    "pgbench_cpu_us_per_job": (pl.Float64, "CPU (user + system, from the OS) pgbench's process spent per job it did"),
+    "pgbench_server_cpu_us_per_job": (pl.Float64, "CPU the server's processes spent per job while pgbench ran"),
     "pgbench_error": (pl.String, "why the pgbench limit of this sample is missing (null when it is not)"),
 }
 
@@ -101,13 +106,19 @@ def parse(stdout: str) -> tuple[int, float]:
 async def run(target: Any, queue: Any, clients: int, batch: int, jobs: int) -> dict[str, Any]:
     """One pgbench sample over a fresh backlog of `jobs`; returns pgbench_jobs_s and pgbench_jobs."""
     executable(target)  # before the prefill: a missing pgbench costs nothing
-    return await drive(target, queue, await backlog.fill(target, queue, jobs), clients, batch)
+    return await drive(target, queue, backlog.ids_of(await backlog.fill(target, queue, jobs)), clients, batch)
 
 
-async def drive(target: Any, queue: Any, enqueued: list[int], clients: int, batch: int) -> dict[str, Any]:
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)  # children we reaped: pgbench, once it exited
+    return r.ru_utime + r.ru_stime
+
+
+async def drive(target: Any, queue: Any, enqueued: Sequence[int], clients: int, batch: int) -> dict[str, Any]:
     """pgbench over a backlog that is in place (`enqueued`, its ids); the jobs it finished are
-    counted by id afterwards."""
+    counted by id afterwards, and the CPU it and the server spent on them is read from the OS."""
     exe = executable(target)
+    own_before, server = _children_cpu_s(), CpuMeter(target.server_pid).start()
     per_client = math.ceil(len(enqueued) / (clients * batch))
     # the DSN goes in the environment, not on the command line that every user can read
     # (pgbench expands a connection string given as PGDATABASE, like its dbname argument)
@@ -127,6 +138,8 @@ async def drive(target: Any, queue: Any, enqueued: list[int], clients: int, batc
         last = (err.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
         raise BenchError(f"pgbench exited with {proc.returncode}: {last}")
     transactions, tps = parse(out.decode())
+    own = _children_cpu_s() - own_before
+    server_cpu = server.stop(1)["server_cpu_us_per_job"]
     conn = await queue.connect(target)
     try:
         left = await queue.undone(conn, enqueued)
@@ -134,7 +147,9 @@ async def drive(target: Any, queue: Any, enqueued: list[int], clients: int, batc
         await conn.close()
     done = len(set(enqueued)) - len(left)
     elapsed = transactions / tps if tps else None
-    return {"pgbench_jobs_s": done / elapsed if elapsed else None, "pgbench_jobs": done}
+    return {"pgbench_jobs_s": done / elapsed if elapsed else None, "pgbench_jobs": done,
+            "pgbench_cpu_us_per_job": own * 1e6 / done if done else None,
+            "pgbench_server_cpu_us_per_job": server_cpu / done if done and server_cpu is not None else None}
 
 
 async def beside(row: dict[str, Any], target: Any, queue: Any, backend: str, clients: int, batch: int,

@@ -35,7 +35,7 @@ from benchlib.outputs import PACKAGE_DIR, REPO_ROOT
 
 # Shared code whose change makes every earlier number stale; each cell adds its own
 # study, system and fault modules (see code_version()).
-MEASURING_CODE = ("provision", "queues/base.py", "measure.py", "sql.py", "backlog.py")
+MEASURING_CODE = ("provision", "workload", "queues/base.py", "measure.py", "sql.py", "backlog.py")
 Schema = Mapping[str, tuple[pl.DataType, str]]  # name: (dtype, meaning), in column order
 
 

@@ -127,6 +127,11 @@ class PgServer:
         return redact(self.dsn)
 
     @property
+    def server_pid(self) -> int | None:
+        """The postmaster of a server we started (its CPU can be read); None for others."""
+        return self.cluster.proc.pid if self.cluster is not None and self.cluster.proc is not None else None
+
+    @property
     def on_this_machine(self) -> bool:
         """Whether the server's disk is this machine's (so pg_test_fsync speaks for it)."""
         return self.kind == "local"

@@ -83,6 +83,7 @@ class S3Target:
     kind: str = "emulator"
     backend: str = "s3"
     on_this_machine: bool = True  # the store's local SQLite cache lives on this disk
+    server_pid: int | None = None  # the emulator process
     _objects: int = 0
 
     def env(self) -> dict[str, str]:
@@ -130,7 +131,7 @@ async def s3(plan: S3Plan) -> AsyncIterator[S3Target]:
         proc.stdin.close()
         port = _wait_ready(proc, root)
         yield S3Target(endpoint=f"http://127.0.0.1:{port}", key_id=key_id, secret=secret, root=root,
-                       settings=dict(plan.settings))
+                       settings=dict(plan.settings), server_pid=proc.pid)
     finally:
         if proc is not None:
             _stop(proc)

@@ -99,6 +99,7 @@ class SqliteTarget:
     kind: str = "file"
     backend: str = "sqlite"
     on_this_machine: bool = True
+    server_pid: int | None = None  # the engine runs in our own threads: its CPU is the client's
 
     @property
     def engine(self) -> Engine:

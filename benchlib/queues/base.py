@@ -12,10 +12,14 @@ the library's own client for a real system), then `install` (fresh state),
 **worker** systems run their own loop and call a handler (procrastinate, pgqueuer,
 and, through the JSON-lines contract in adapters/CONTRACT.md, systems in other
 languages). The harness opens a `session(target)`, installs and enqueues through the
-library's public API, then `work(concurrency, batch, handled, stop)` starts the
-library's workers with a no-op handler that reports each job's id (and when it ran)
-to `handled`, until the harness sets `stop`. A system with no fetch/batch setting
-says so (`batch_setting = None`) and is swept over concurrency only.
+library's public API (payloads carry the harness's sequence number, `seq`), then
+`work(concurrency, batch, handled, stop, continuous)` starts the library's workers with
+a no-op handler that reports each job's seq (and when it ran) to `handled`, until the
+harness sets `stop`: over a backlog to drain, or, `continuous`, waiting for the jobs a
+paced producer enqueues meanwhile. A system with no fetch/batch setting says so
+(`batch_setting = None`) and is swept over concurrency only; `settings(C, B)` names
+every setting that bounds its throughput (poll interval, fetch size, ...), so a
+capacity at the ceiling they imply is reported as such.
 
 A system names the backends it runs on and where its code comes from (`package`,
 whose installed version the manifest records; None for our own designs).
@@ -65,8 +69,12 @@ class PullQueue(Protocol):
     async def ack(self, conn: Any, ids: Sequence[int]) -> None:
         """Mark claimed jobs done ("archive") in a transaction of its own."""
 
+    async def operations(self, conn: Any) -> tuple[Callable[[int], Any], Callable[[Sequence[int]], Any]]:
+        """(dequeue(n), ack(ids)) bound to one worker's session, for the harness's hot loop
+        (PullOps gives the plain ones; a design may bind prepared statements instead)."""
 
-Handled = Callable[[int, int | None], None]  # (job id, CLOCK_MONOTONIC ns when the handler ran, or None: now)
+
+Handled = Callable[[int, int | None], None]  # (job seq, CLOCK_MONOTONIC ns when the handler ran, or None: now)
 
 
 class WorkerSession(Protocol):
@@ -75,13 +83,15 @@ class WorkerSession(Protocol):
 
     async def uninstall(self) -> None: ...
 
-    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
-        """Enqueue through the library's API (JSON text payloads); the library's job ids."""
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[Any]:
+        """Enqueue through the library's API (JSON text payloads, each with its `seq`); the
+        library's job ids (ints or strings). Safe to call while `work` runs."""
 
-    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
-        """Run the library's workers until `stop` is set (or the library finds the queue
-        empty and stops by itself), then stop them; return once they have stopped and
-        every handled job is recorded as done."""
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
+                   continuous: bool = False) -> None:
+        """Run the library's workers until `stop` is set (or, not `continuous`, the library
+        finds the queue empty and stops by itself), then stop them; return once they have
+        stopped and every handled job is recorded as done."""
 
 
 class WorkerSystem(Protocol):
@@ -91,11 +101,23 @@ class WorkerSystem(Protocol):
     summary: ClassVar[str]
     package: ClassVar[str | None]
     batch_setting: ClassVar[str | None]  # the library's fetch-size knob the batch axis maps onto; None: none
+    tables: ClassVar[tuple[str, ...]]  # where it keeps jobs (samplers watch them)
+    control_tables: ClassVar[tuple[str, ...]]  # its bookkeeping
 
     def session(self, target: Any) -> AbstractAsyncContextManager[WorkerSession]: ...
 
+    def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
+        """Every setting that bounds its throughput, units in the names, as a session runs them."""
 
-class OurDesign:
+
+class PullOps:
+    """A pull system's `operations`: its own dequeue and ack, bound to one session."""
+
+    async def operations(self, conn: Any) -> tuple[Callable[[int], Any], Callable[[Sequence[int]], Any]]:
+        return (lambda n: self.dequeue(conn, n)), (lambda ids: self.ack(conn, ids))
+
+
+class OurDesign(PullOps):
     """What our own SQL designs share: a worker's session is one client connection of the target."""
 
     kind: ClassVar[str] = "pull"

@@ -1,20 +1,23 @@
-"""The harness side of the JSON-lines worker contract (adapters/CONTRACT.md).
+"""The harness side of the JSON-lines worker contract, version 2 (adapters/CONTRACT.md).
 
 A system in another language runs as an adapter program: a child process in a
 process group of its own, fed requests on stdin, answering on stdout. Events
-(handled jobs) and replies share the adapter's stdout, so one reader task sorts
-them: events go to the sample's `handled`, replies to whoever is waiting. The
-adapter is stopped on every way out (stdin closed, then SIGKILL to its group if it
-lingers), and it exits by itself if the harness dies, because its stdin closes.
+(handled and enqueued jobs, errors) and replies share the adapter's stdout, so one
+reader task sorts them: events go to the sample's callbacks, each reply to the
+request with its id (several may be in flight: a producer runs while workers work).
+The adapter is stopped on every way out (stdin closed, then SIGKILL to its group if
+it lingers), and it exits by itself if the harness dies, because its stdin closes
+(and the kernel's parent-death signal reaches it).
 """
 from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import json
 import os
 import signal
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
@@ -37,7 +40,11 @@ class Adapter:
         self.proc = proc
         self.hello: dict[str, Any] = {}
         self.handled: Handled | None = None
-        self.replies: asyncio.Queue[dict] = asyncio.Queue()
+        self.enqueued: Callable[[int, int], None] | None = None  # (seq, t_ns) of a produce
+        self.errors: list[str] = []  # error events: the adapter goes on, the sample records them
+        self.pending: dict[int, asyncio.Future] = {}
+        self.ids = itertools.count(1)
+        self.gone: str | None = None  # why the adapter stopped answering
         self.stderr: collections.deque[str] = collections.deque(maxlen=20)
         self.readers: list[asyncio.Task] = []
 
@@ -56,18 +63,30 @@ class Adapter:
             try:
                 message = json.loads(line)
             except ValueError:
-                message = {"ok": False, "error": f"not a JSON line: {line[:200]!r}"}
+                self.errors.append(f"not a JSON line: {line[:200]!r}")
+                continue
             if "handled" in message:
-                for job_id, t_ns in message["handled"]:
-                    self.handled(int(job_id), int(t_ns))
+                for seq, t_ns in message["handled"]:
+                    self.handled(int(seq), int(t_ns))
+            elif "enqueued" in message:
+                for seq, t_ns in message["enqueued"]:
+                    self.enqueued(int(seq), int(t_ns))
+            elif "error" in message and "id" not in message:
+                self.errors.append(str(message["error"])[:300])
+            elif (future := self.pending.pop(message.get("id"), None)) is not None and not future.done():
+                future.set_result(message)
             else:
-                self.replies.put_nowait(message)
+                self.errors.append(f"a reply to no request: {line[:200]!r}")
         await asyncio.wait({stderr}, timeout=2)  # so the reason below includes its last words
         try:
             code = await asyncio.wait_for(self.proc.wait(), 2)
         except TimeoutError:
             code = None
-        self.replies.put_nowait({"ok": False, "error": f"the adapter exited (code {code}) {self._why()}".strip()})
+        self.gone = f"the adapter exited (code {code}) {self._why()}".strip()
+        for future in self.pending.values():
+            if not future.done():
+                future.set_result({"ok": False, "error": self.gone})
+        self.pending.clear()
 
     async def _read_stderr(self) -> None:
         while line := await self.proc.stderr.readline():
@@ -84,12 +103,20 @@ class Adapter:
         return f"(stderr: {self.stderr[-1]})" if self.stderr else ""
 
     async def request(self, **message: Any) -> dict:
+        """Send one request and wait for its reply (others may be in flight meanwhile)."""
+        if self.gone:
+            raise AdapterError(f"adapter {message['op']}: {self.gone}")
+        rid = next(self.ids)
+        future = self.pending[rid] = asyncio.get_running_loop().create_future()
         try:
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
             await self.proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the adapter is gone; the stdout reader has queued why
-        reply = await self.replies.get()
+            pass  # the adapter is gone; the stdout reader answers every pending request with why
+        try:
+            reply = await future
+        finally:
+            self.pending.pop(rid, None)
         if not reply.get("ok"):
             raise AdapterError(f"adapter {message['op']}: {reply.get('error', reply)}")
         return reply
@@ -102,12 +129,20 @@ class Adapter:
     async def uninstall(self) -> None:
         await self.request(op="uninstall")
 
-    async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
-        return [int(i) for i in (await self.request(op="enqueue", payloads=[json.loads(p) for p in payloads]))["ids"]]
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[Any]:
+        """The system's ids, one per payload (numbers, or strings such as UUIDs)."""
+        return list((await self.request(op="enqueue", payloads=[json.loads(p) for p in payloads]))["ids"])
 
-    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+    async def produce(self, payloads: Sequence[str], enqueued: Callable[[int, int], None]) -> None:
+        """Enqueue while workers work: the adapter reports each job's acknowledgement (seq, t_ns)."""
+        self.enqueued = enqueued
+        await self.request(op="produce", payloads=[json.loads(p) for p in payloads])
+
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
+                   continuous: bool = False) -> None:
         self.handled = handled
-        await self.request(op="work", concurrency=concurrency, batch=batch if self.hello.get("batch") else None)
+        await self.request(op="work", concurrency=concurrency, batch=batch if self.hello.get("batch") else None,
+                           continuous=continuous)
         await stop.wait()
         await self.request(op="stop")
 

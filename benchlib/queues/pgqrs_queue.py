@@ -34,7 +34,7 @@ import asyncpg
 import pgqrs
 
 from benchlib.errors import BenchError
-from benchlib.queues.base import run_sql
+from benchlib.queues.base import PullOps, run_sql
 
 QUEUE = "benchlib_drain"
 NOT_BUILT = ("the PyPI wheel of pgqrs has its PostgreSQL store only: `make pgqrs-full` builds the same release "
@@ -102,7 +102,7 @@ class Client:
         self.producer = self.consumer = self.store = None
 
 
-class Pgqrs:
+class Pgqrs(PullOps):
     name = "pgqrs"
     backends = ("postgres", "sqlite", "turso", "s3")
     kind = "pull"

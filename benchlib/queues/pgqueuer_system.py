@@ -4,14 +4,17 @@ Installed with its own `Queries.install()` into a schema of its own (the
 connections' search_path; pgqueuer defers to it when no schema is configured), so
 a fresh sample and cleanup are one DROP SCHEMA. Jobs are enqueued with one list
 `Queries.enqueue`. Concurrency C is C QueueManagers, each on its own connection, as
-pgqueuer scales out; each `run(batch_size=B, mode=drain)` claims up to B jobs per
-dequeue query (the study's batch axis) and stops by itself once the queue is empty.
-Job completions go to the library's status-log buffer, which it flushes before
-`run` returns.
+pgqueuer scales out; each `run(batch_size=B)` claims up to B jobs per dequeue query
+(the studies' batch axis). Draining a backlog it runs `mode=drain` and stops by itself
+once the queue is empty; keeping up with a producer it runs `mode=continuous`, woken
+by LISTEN/NOTIFY, waiting at most `dequeue_timeout` (30 s) for one. The handler reads
+the job's `seq` from its payload. Job completions go to the library's status-log
+buffer, which it flushes before `run` returns.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +30,8 @@ from benchlib.queues.base import Handled, run_sql, until_stopped
 
 SCHEMA = "benchlib_pgqueuer"
 ENTRYPOINT = "noop"
+DEFAULT_BATCH = 10  # QueueManager.run's own default
+DEQUEUE_TIMEOUT_S = 30.0  # QueueManager.run's default: the longest an idle manager waits for a NOTIFY
 
 
 class Session:
@@ -57,7 +62,8 @@ class Session:
         finally:
             await conn.close()
 
-    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
+                   continuous: bool = False) -> None:
         conns = await asyncio.gather(*(self.connect() for _ in range(concurrency)))
         managers = []
         for conn in conns:
@@ -65,12 +71,13 @@ class Session:
 
             @qm.entrypoint(ENTRYPOINT)
             async def noop(job: Job) -> None:
-                handled(int(job.id), None)
+                handled(json.loads(job.payload)["seq"], None)
 
             managers.append(qm)
+        mode = QueueExecutionMode.continuous if continuous else QueueExecutionMode.drain
         try:
             worker = asyncio.ensure_future(asyncio.gather(
-                *(qm.run(batch_size=batch or 10, mode=QueueExecutionMode.drain) for qm in managers)))
+                *(qm.run(batch_size=batch or DEFAULT_BATCH, mode=mode) for qm in managers)))
             watcher = asyncio.create_task(_shutdown_on(stop, managers))
             try:
                 await until_stopped(worker, stop)
@@ -94,7 +101,15 @@ class Pgqueuer:
     package = "pgqueuer"
     batch_setting = "QueueManager.run(batch_size=B)"
     extra_connections = 0
-    summary = "pgqueuer: Queries.enqueue(list); C QueueManagers (a connection each), run(batch_size=B, mode=drain)"
+    summary = "pgqueuer: Queries.enqueue(list); C QueueManagers (a connection each), run(batch_size=B)"
+    tables = (f"{SCHEMA}.pgqueuer",)
+    control_tables = (f"{SCHEMA}.pgqueuer_log", f"{SCHEMA}.pgqueuer_statistics", f"{SCHEMA}.pgqueuer_schedules")
+
+    def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
+        """What bounds its throughput: B jobs per dequeue query per manager; an idle manager
+        waits for a NOTIFY, at most the dequeue timeout."""
+        return {"managers": concurrency, "batch_size_jobs": batch or DEFAULT_BATCH,
+                "dequeue_timeout_s": DEQUEUE_TIMEOUT_S, "listen_notify": "on"}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:

@@ -2,13 +2,16 @@
 
 Installed with its own schema function (`apply_schema_async`) into a schema of its
 own (the connections' search_path), so a fresh sample and cleanup are one DROP
-SCHEMA. Jobs are deferred with `batch_defer_async`; `run_worker_async(concurrency=C,
-wait=False)` handles them with a no-op task that reports `context.job.id`, and
-returns once it has caught up with the queue (a drain's end). procrastinate fetches
-one job per query and has no fetch-size setting, so the study sweeps its
-concurrency only. LISTEN/NOTIFY is off: the backlog exists before the clock starts,
-so there is nothing to be notified of, and polling the next job is what a drain
-measures.
+SCHEMA. Jobs are deferred with `batch_defer_async`; `run_worker_async(concurrency=C)`
+handles them with a no-op task that reports the job's `seq` (its payload arrives as
+the task's keyword arguments). procrastinate fetches one job per query and has no
+fetch-size setting, so the studies sweep its concurrency only.
+
+Draining a backlog (`continuous=False`): `wait=False`, so the worker returns once it
+has caught up with the queue, and LISTEN/NOTIFY off: the backlog exists before the
+clock starts, so there is nothing to be notified of. Keeping up with a producer
+(`continuous=True`): procrastinate's defaults, `wait=True` with LISTEN/NOTIFY waking
+idle workers, and a fetch polling interval of 5 s as the fallback.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from psycopg.conninfo import make_conninfo
 from benchlib.queues.base import Handled, run_sql, until_stopped
 
 SCHEMA = "benchlib_procrastinate"
+POLLING_INTERVAL_S = 5.0  # procrastinate's default: how long an idle worker waits when no NOTIFY comes
 
 
 class Session:
@@ -36,9 +40,9 @@ class Session:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(
             conninfo=self.conninfo, min_size=1, max_size=pool_size))
 
-        @app.task(name="noop", pass_context=True)
-        async def noop(context: procrastinate.JobContext, **_: Any) -> None:
-            self.handled(context.job.id, None)
+        @app.task(name="noop")
+        async def noop(seq: int, **_: Any) -> None:
+            self.handled(seq, None)
 
         self.task = noop
         return app
@@ -56,12 +60,14 @@ class Session:
         async with self.app(1).open_async():
             return list(await self.task.batch_defer_async(*(json.loads(p) for p in payloads)))
 
-    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event) -> None:
+    async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
+                   continuous: bool = False) -> None:
         self.handled = handled
-        # one connection per job in flight, one for fetching, one spare
+        # one connection per job in flight, one for fetching (and listening), one spare
         async with self.app(concurrency + 2).open_async() as app:
             worker = asyncio.create_task(app.run_worker_async(
-                concurrency=concurrency, wait=False, listen_notify=False, install_signal_handlers=False,
+                concurrency=concurrency, wait=continuous, listen_notify=continuous,
+                fetch_job_polling_interval=POLLING_INTERVAL_S, install_signal_handlers=False,
                 delete_jobs="never", name="benchlib"))
             await until_stopped(worker, stop)
 
@@ -72,7 +78,16 @@ class Procrastinate:
     package = "procrastinate"
     batch_setting = None  # one job per fetch query; no setting to change that
     extra_connections = 2
-    summary = "procrastinate: batch_defer_async; run_worker_async(concurrency=C, wait=False); one job per fetch"
+    summary = "procrastinate: batch_defer_async; run_worker_async(concurrency=C); one job per fetch"
+    tables = (f"{SCHEMA}.procrastinate_jobs",)
+    control_tables = (f"{SCHEMA}.procrastinate_workers", f"{SCHEMA}.procrastinate_events",
+                      f"{SCHEMA}.procrastinate_periodic_defers")
+
+    def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
+        """What bounds its throughput: one job per fetch query; an idle worker waits for a NOTIFY or
+        the polling interval (continuous mode only: a drain polls without waiting)."""
+        return {"workers": concurrency, "fetch_size_jobs": 1, "polling_interval_s": POLLING_INTERVAL_S,
+                "listen_notify": "on while keeping up, off while draining"}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:

@@ -55,6 +55,17 @@ class SqlQueue(OurDesign):
         if "ack" in self.SQL:
             await conn.execute(self.SQL["ack"], ids)
 
+    async def operations(self, conn: asyncpg.Connection):
+        """The dequeue and ack as statements prepared once on this connection, called directly:
+        the same protocol messages as conn.fetch's cached plans (Bind/Execute of a named
+        statement), without the cache lookup and a coroutine layer per call."""
+        dequeue = (await conn.prepare(self.SQL["dequeue"])).fetch
+        if "ack" not in self.SQL:
+            async def no_ack(ids: Sequence[int]) -> None:
+                return None
+            return dequeue, no_ack
+        return dequeue, (await conn.prepare(self.SQL["ack"])).fetch
+
     async def present(self, conn: asyncpg.Connection, ids: Sequence[int]) -> set[int]:
         """Which of `ids` exist (a job enqueued and acknowledged to the client must)."""
         return {r[0] for r in await conn.fetch(self.SQL["present"], list(ids))}

@@ -93,16 +93,26 @@ async def test_without_data_dir_nothing_is_written(tmp_path, monkeypatch):
 class _Drops(SkipLocked):
     """A broken queue: claims every 50th job but never hands it out."""
 
-    async def dequeue(self, conn, n):
-        return [j for j in await super().dequeue(conn, n) if j[0] % 50]
+    async def operations(self, conn):
+        dequeue, ack = await super().operations(conn)
+
+        async def dropping(n):
+            return [j for j in await dequeue(n) if j[0] % 50]
+
+        return dropping, ack
 
 
 class _Repeats(SkipLocked):
     """A broken queue: hands the first job of every batch out twice."""
 
-    async def dequeue(self, conn, n):
-        jobs = await super().dequeue(conn, n)
-        return [*jobs, jobs[0]] if jobs else jobs
+    async def operations(self, conn):
+        dequeue, ack = await super().operations(conn)
+
+        async def repeating(n):
+            jobs = await dequeue(n)
+            return [*jobs, jobs[0]] if jobs else jobs
+
+        return repeating, ack
 
 
 async def test_accounting_catches_lost_jobs(pg_db):

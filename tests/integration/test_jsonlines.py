@@ -39,21 +39,28 @@ def _gone(pid: int) -> bool:
 
 
 async def test_reference_adapter_speaks_the_contract(pg_db):
+    """Version 2: a hello with settings and tables; jobs reported by the seq in their payload;
+    requests answered by id while workers work (a producer's `produce`, with `enqueued` events)."""
     system = queues.get("reference_adapter")
     async with system.session(pg_db) as adapter:
-        assert adapter.hello["system"] == "reference" and adapter.hello["batch"] is True
+        hello = adapter.hello
+        assert hello["system"] == "reference" and hello["batch"] is True and hello["contract"] == 2
+        assert hello["tables"] == ["reference_adapter_jobs"] and "idle_pause_ms" in hello["settings"]
         await adapter.install()
-        ids = await adapter.enqueue_many(['{"n": 1}', '{"n": 2}', '{"n": 3}'])
+        ids = await adapter.enqueue_many(['{"seq": 0}', '{"seq": 1}', '{"seq": 2}'])
         assert len(set(ids)) == 3
-        seen, stop = [], asyncio.Event()
+        seen, acked, stop = [], [], asyncio.Event()
 
-        def handled(job_id, t_ns):
-            seen.append((job_id, t_ns))
-            if len(seen) == 3:
+        def handled(seq, t_ns):
+            seen.append((seq, t_ns))
+            if len(seen) == 6:
                 stop.set()
 
-        await asyncio.wait_for(adapter.work(2, 2, handled, stop), 30)
-        assert sorted(i for i, _ in seen) == sorted(ids)
+        work = asyncio.create_task(adapter.work(2, 2, handled, stop, True))
+        await asyncio.gather(*(adapter.produce([f'{{"seq": {i}}}'], lambda seq, t: acked.append(seq))
+                               for i in range(3, 6)))
+        await asyncio.wait_for(work, 30)
+        assert sorted(s for s, _ in seen) == list(range(6)) and sorted(acked) == [3, 4, 5]
         assert all(isinstance(t, int) and t > 0 for _, t in seen)
         with pytest.raises(AdapterError, match="unknown op 'dance'"):
             await adapter.request(op="dance")
@@ -78,16 +85,17 @@ async def test_an_adapter_that_dies_mid_work_fails_the_sample_not_the_harness(tm
         import json, sys
         print(json.dumps({"hello": {"system": "dies", "version": "0", "batch": True}}), flush=True)
         for line in sys.stdin:
-            op = json.loads(line)["op"]
+            request = json.loads(line)
+            op, rid = request["op"], request["id"]
             if op == "enqueue":
-                print(json.dumps({"ok": True, "ids": list(range(len(json.loads(line)["payloads"])))}), flush=True)
+                print(json.dumps({"id": rid, "ok": True, "ids": list(range(len(request["payloads"])))}), flush=True)
             elif op == "work":
-                print(json.dumps({"ok": True}), flush=True)
+                print(json.dumps({"id": rid, "ok": True}), flush=True)
                 print(json.dumps({"handled": [[0, 1]]}), flush=True)
                 print("crashing now", file=sys.stderr, flush=True)
                 sys.exit(3)
             else:
-                print(json.dumps({"ok": True}), flush=True)
+                print(json.dumps({"id": rid, "ok": True}), flush=True)
     """)
     with pytest.raises(AdapterError, match="adapter stop: the adapter exited.*crashing now"):
         await asyncio.wait_for(drain_worker_once(pg_db, system, consumers=1, batch=1, prefill=5,
@@ -121,7 +129,7 @@ async def test_cancelling_a_sample_mid_work_stops_the_adapter(pg_db):
         async with system.session(pg_db) as adapter:
             pids.append(adapter.proc.pid)
             await adapter.install()
-            await adapter.enqueue_many(['{"n": 1}'] * 10)
+            await adapter.enqueue_many([f'{{"seq": {i}}}' for i in range(10)])
             await adapter.work(1, 1, lambda *_: None, asyncio.Event())  # never stops by itself
 
     task = asyncio.create_task(sample())

@@ -29,7 +29,7 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("dequeue_p99_ms").mean().alias("dequeue_p99_ms"),
         pl.col("ack_p95_ms").mean().alias("ack_p95_ms"),
         pl.col("ack_p99_ms").mean().alias("ack_p99_ms"),
-        pl.col("handle_gap_p95_ms").mean().alias("handle_gap_p95_ms"),
+        pl.col("completion_gap_p99_ms").mean().alias("completion_gap_p99_ms"),
         pl.col("empty_polls").sum().alias("empty_polls"),
     )
     accounting = df.filter(~pl.col("warmup")).group_by(KEYS).agg(
@@ -57,7 +57,7 @@ def table(summary: pl.DataFrame) -> Table:
             "drain s": fmt(r["drain_s_mean"], 2),
             "dequeue p95 ms": fmt(r["dequeue_p95_ms"], 2),
             "ack p95 ms": fmt(r["ack_p95_ms"], 2),
-            "gap p95 ms": fmt(r["handle_gap_p95_ms"], 2),
+            "gap p99 ms": fmt(r["completion_gap_p99_ms"], 2),
             "empty polls": fmt(r["empty_polls"] or 0),
             "lost": str(r["lost"]),
             "dup": str(r["duplicates"]),

@@ -24,11 +24,16 @@ jobs, whose tail shows stalls (a polling interval, a lock, a flush).
 A consumer that sees no job while jobs are still unclaimed counts an empty poll and
 retries after a short pause. If nobody makes progress for `idle_timeout_s`, the
 sample ends and the missing jobs show up as `lost` (never a hang).
+
+The loops and the accounting are the workload layer's (benchlib/workload): the
+backlog is filled into a ledger (each job's sequence number and id), the pull driver
+or the worker's handler records every completion, and the ledger reconciles them.
+Each sample also records the CPU the harness and the server spent per job (the OS's
+count, not wall time) and the largest gap between completions, which flags a stall.
 """
 from __future__ import annotations
 
 import asyncio
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,14 +43,15 @@ import polars as pl
 from benchlib import params as check
 from benchlib import backlog, pgbench, queues
 from benchlib.errors import failure_reason
-from benchlib.measure import Latencies, now_ns
+from benchlib.measure import CpuMeter, Latencies, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
+from benchlib.workload import drivers
+from benchlib.workload.ledger import Ledger, Reconciled
 
 STUDY = "drain"
 AXES = ("consumers", "batch_sizes")
-EMPTY_POLL_PAUSE_S = 0.001  # back-off after an empty dequeue, so the tail is not a busy loop
 
 
 @dataclass(frozen=True)
@@ -105,10 +111,13 @@ SAMPLES: Schema = {
     "ack_p95_ms": (pl.Float64, ""),
     "ack_p99_ms": (pl.Float64, ""),
     "ack_max_ms": (pl.Float64, ""),
-    "handle_gap_p50_ms": (pl.Float64, "worker systems: time between consecutive handled jobs, all workers together"),
-    "handle_gap_p95_ms": (pl.Float64, ""),
-    "handle_gap_p99_ms": (pl.Float64, ""),
-    "handle_gap_max_ms": (pl.Float64, ""),
+    "completion_gap_p99_ms": (pl.Float64, "time between consecutive completions (acks, or handled jobs of a "
+                                          "worker system), all consumers together, from the clock's start"),
+    "completion_gap_max_ms": (pl.Float64, "the largest such gap: a stall, where it is far beyond the cell's norm"),
+    "stall": (pl.Boolean, "the largest gap is >= 1 s and >= 50x the median p99 gap of the cell's samples"),
+    "client_cpu_us_per_job": (pl.Float64, "CPU (user + system, from the OS) the harness's process spent per job, "
+                                          "every thread (SQLite's engine runs in them)"),
+    "server_cpu_us_per_job": (pl.Float64, "CPU the server's processes spent per job (a server we started)"),
     "dequeue_ops": (pl.Int64, "dequeue calls, empty ones included"),
     "ack_ops": (pl.Int64, "ack calls"),
     "empty_polls": (pl.Int64, "dequeues that returned no job while jobs were still unclaimed"),
@@ -127,97 +136,62 @@ SAMPLES: Schema = {
 TABLES = {"samples": SAMPLES}
 
 
-@dataclass
-class _Shared:
-    """Client-side progress of one sample (METHOD rule 3: no counter row in the database).
-
-    Consumers stop once every enqueued id has been delivered at least once. Counting
-    distinct ids (not deliveries) keeps a duplicating queue from ending the drain
-    early and disguising its duplicates as losses.
-    """
-
-    total: int
-    delivered: set[int] = field(default_factory=set)
-    last_progress_ns: int = 0
-
-    @property
-    def done(self) -> bool:
-        return len(self.delivered) >= self.total
+def _completions(rec: Reconciled, start_ns: int) -> dict[str, Any]:
+    """The gaps between consecutive completions from the clock's start: their tail shows a
+    stall (a SIGSTOP, a lock, a checkpoint, a polling interval) that a rate would absorb."""
+    gaps = rec.gaps(start_ns)
+    summary = percentiles_ms(gaps, "completion_gap")
+    return {"completion_gap_p99_ms": summary["completion_gap_p99_ms"],
+            "completion_gap_max_ms": summary["completion_gap_max_ms"]}
 
 
-@dataclass
-class _Consumed:
-    dequeue: Latencies = field(default_factory=Latencies)
-    ack: Latencies = field(default_factory=Latencies)
-    ids: array = field(default_factory=lambda: array("q"))
-    empty_polls: int = 0
-    last_ack_ns: int = 0
-
-
-async def _consume(queue: queues.PullQueue, conn: Any, batch: int, barrier: asyncio.Barrier,
-                   shared: _Shared, idle_ns: int) -> _Consumed:
-    out = _Consumed()
-    await barrier.wait()
-    while not shared.done:
-        t0 = now_ns()
-        jobs = await queue.dequeue(conn, batch)
-        t1 = now_ns()
-        out.dequeue.add(t1 - t0)
-        if not jobs:
-            if shared.done:
-                break  # the others took the rest while we asked
-            out.empty_polls += 1
-            if t1 - shared.last_progress_ns > idle_ns:
-                break  # nobody progresses: whatever is left is reported as lost
-            await asyncio.sleep(EMPTY_POLL_PAUSE_S)
-            continue
-        ids = [job[0] for job in jobs]
-        shared.delivered.update(ids)
-        shared.last_progress_ns = t1
-        t2 = now_ns()
-        await queue.ack(conn, ids)
-        out.last_ack_ns = now_ns()
-        out.ack.add(out.last_ack_ns - t2)
-        out.ids.extend(ids)
-    return out
+def _accounting(rec: Reconciled) -> dict[str, Any]:
+    if rec.unknown:
+        raise RuntimeError(f"{rec.unknown} handled job(s) carried an id the harness never enqueued")
+    return {"enqueued": rec.enqueued, "processed": rec.handled, "lost": rec.lost, "duplicates": rec.duplicates}
 
 
 async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
                      idle_timeout_s: float = 10.0) -> dict[str, Any]:
     """One sample: fresh tables, prefill, timed drain, accounting. Returns the metrics."""
-    enqueued = await backlog.fill(target, queue, prefill)
+    ledger = await backlog.fill(target, queue, prefill)
+    total = ledger.acknowledged
     conns = await asyncio.gather(*(queue.connect(target, "consumer") for _ in range(consumers)))
-    shared = _Shared(total=len(set(enqueued)))
+    ops = [drivers.Ops() for _ in conns]
     barrier = asyncio.Barrier(consumers + 1)
+
+    def done() -> bool:
+        return ledger.distinct >= total
+
+    async def consume(conn: Any, mine: drivers.Ops) -> None:
+        await barrier.wait()
+        await drivers.pull(queue, conn, batch, ledger, mine, done, int(idle_timeout_s * 1e9))
+
+    cpu = CpuMeter(target.server_pid)
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_consume(queue, c, batch, barrier, shared, int(idle_timeout_s * 1e9)))
-                     for c in conns]
+            for conn, mine in zip(conns, ops):
+                group.create_task(consume(conn, mine))
             while barrier.n_waiting < consumers:  # arrive last: the clock starts with everyone ready
                 await asyncio.sleep(0)
+            cpu.start()
             await barrier.wait()
-            start = shared.last_progress_ns = now_ns()
+            start = ledger.last_progress_ns = now_ns()
     finally:
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
-    parts = [t.result() for t in tasks]
-    processed = array("q")
-    for p in parts:
-        processed.extend(p.ids)
-    distinct = set(processed)
-    last_ack = max(p.last_ack_ns for p in parts)
-    elapsed = (last_ack - start) / 1e9 if processed else None
+    rec = ledger.reconcile()
+    elapsed = (rec.handled_ns[-1] - start) / 1e9 if rec.handled else None
     return {
         "elapsed_s": elapsed,
-        "throughput_jobs_s": len(distinct) / elapsed if elapsed else None,
-        **Latencies.merged(p.dequeue for p in parts).summary_ms("dequeue"),
-        **Latencies.merged(p.ack for p in parts).summary_ms("ack"),
-        "dequeue_ops": sum(len(p.dequeue) for p in parts),
-        "ack_ops": sum(len(p.ack) for p in parts),
-        "empty_polls": sum(p.empty_polls for p in parts),
-        "enqueued": len(set(enqueued)),
-        "processed": len(processed),
-        "lost": len(set(enqueued) - distinct),
-        "duplicates": len(processed) - len(distinct),
+        "throughput_jobs_s": rec.distinct / elapsed if elapsed else None,
+        **Latencies.merged(o.dequeue for o in ops).summary_ms("dequeue"),
+        **Latencies.merged(o.ack for o in ops).summary_ms("ack"),
+        "dequeue_ops": sum(len(o.dequeue) for o in ops),
+        "ack_ops": sum(len(o.ack) for o in ops),
+        "empty_polls": sum(o.empty_polls for o in ops),
+        **_completions(rec, start),
+        **cpu.stop(rec.distinct),
+        **_accounting(rec),
     }
 
 
@@ -226,26 +200,24 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
     """One sample of a worker system: fresh install, prefill, timed work, accounting."""
     async with system.session(target) as session:
         await session.install()
-        enqueued = await backlog.enqueue_all(session.enqueue_many, prefill, backlog.chunk_of(system))
-        shared = _Shared(total=len(set(enqueued)))
-        ids, times = array("q"), array("q")
+        ledger = await backlog.enqueue_all(session.enqueue_many, prefill, backlog.chunk_of(system), Ledger(by_seq=True))
+        total = ledger.acknowledged
         stop = asyncio.Event()
+        handled = drivers.worker_handler(ledger)
 
-        def handled(job_id: int, t_ns: int | None = None) -> None:
-            now = now_ns()
-            ids.append(job_id)
-            times.append(t_ns or now)
-            shared.delivered.add(job_id)
-            shared.last_progress_ns = now
-            if shared.done:
+        def report(seq: int, t_ns: int | None = None) -> None:
+            handled(seq, t_ns)
+            if ledger.distinct >= total:
                 stop.set()
 
-        start = shared.last_progress_ns = now_ns()
-        work = asyncio.create_task(session.work(consumers, batch if system.batch_setting else None, handled, stop))
+        cpu = CpuMeter(target.server_pid).start()
+        start = ledger.last_progress_ns = now_ns()
+        work = asyncio.create_task(session.work(consumers, batch if system.batch_setting else None, report, stop,
+                                                False))
         try:
             while not work.done():  # the watchdog: no progress for idle_timeout_s ends the sample
                 await asyncio.wait({work}, timeout=min(idle_timeout_s, 0.1))
-                if now_ns() - shared.last_progress_ns > idle_timeout_s * 1e9:
+                if now_ns() - ledger.last_progress_ns > idle_timeout_s * 1e9:
                     stop.set()
             await work
         finally:
@@ -253,21 +225,32 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
         end = now_ns()
-    distinct = set(ids)
-    gaps = Latencies()
-    ordered = sorted(times)
-    for a, b in zip(ordered, ordered[1:]):
-        gaps.add(b - a)
-    elapsed = (end - start) / 1e9 if ids else None
+    rec = ledger.reconcile()
+    elapsed = (end - start) / 1e9 if rec.handled else None
     return {
         "elapsed_s": elapsed,
-        "throughput_jobs_s": len(distinct) / elapsed if elapsed else None,
-        **gaps.summary_ms("handle_gap"),
-        "enqueued": len(set(enqueued)),
-        "processed": len(ids),
-        "lost": len(set(enqueued) - distinct),
-        "duplicates": len(ids) - len(distinct),
+        "throughput_jobs_s": rec.distinct / elapsed if elapsed else None,
+        **_completions(rec, start),
+        **cpu.stop(rec.distinct),
+        **_accounting(rec),
     }
+
+
+STALL_MIN_MS = 1_000.0  # a gap shorter than this is no stall a reader need worry about
+STALL_FACTOR = 50.0  # ... nor one within this many times the cell's usual tail
+
+
+def flag_stalls(rows: list[dict[str, Any]]) -> None:
+    """Mark the samples of one cell whose largest gap between completions is far beyond the
+    cell's norm (the median of its samples' p99 gaps): a pause that a jobs/s figure would
+    absorb without a trace (the harness or the server stopped, the VM was descheduled)."""
+    tails = [r["completion_gap_p99_ms"] for r in rows if r.get("completion_gap_p99_ms") is not None]
+    if not tails:
+        return
+    norm = sorted(tails)[len(tails) // 2]
+    for r in rows:
+        largest = r.get("completion_gap_max_ms")
+        r["stall"] = largest is not None and largest >= max(STALL_MIN_MS, STALL_FACTOR * norm)
 
 
 # --- what the runner needs (runner.Study) ---------------------------------------------
@@ -337,6 +320,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
             row |= await pgbench.beside(row, target, queue, p.backend, consumers, batch, size)
             step(f"pgbench {sample}")
         rows.append(row)
+    flag_stalls(rows)
     return {"samples": rows}
 
 

@@ -1,9 +1,11 @@
-"""The reference adapter of the JSON-lines worker contract (../CONTRACT.md).
+"""The reference adapter of the JSON-lines worker contract, version 2 (../CONTRACT.md).
 
 A stand-alone program (it imports nothing from benchlib): a worker "system" over the
 skip_locked SQL in adapter.sql, with C worker tasks, each on its own connection,
-looping dequeue(B) -> handle (report) -> ack. It exists so the contract is exercised
-end to end in the tests, and as the example to port to Go, Node or Java.
+looping dequeue(B) -> handle (report the job's seq) -> ack. Every request is served in
+a task of its own and answered with its id, so a producer's requests are answered
+while workers work. It exists so the contract is exercised end to end in the tests,
+and as the example to port to Go, Node or Java.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ SQL = load_sql()
 
 
 def send(message: dict) -> None:
+    """One whole line (asyncio runs one task at a time here, so lines never interleave)."""
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
@@ -39,22 +42,24 @@ class Workers:
         self.dsn = dsn
         self.tasks: list[asyncio.Task] = []
         self.stopping = asyncio.Event()
+        self.continuous = False
 
-    async def start(self, concurrency: int, batch: int | None) -> None:
+    async def start(self, concurrency: int, batch: int | None, continuous: bool) -> None:
         self.stopping.clear()
+        self.continuous = continuous
         conns = [await asyncpg.connect(self.dsn) for _ in range(concurrency)]
         self.tasks = [asyncio.create_task(self.loop(c, batch or 1)) for c in conns]
 
     async def loop(self, conn: asyncpg.Connection, batch: int) -> None:
         try:
             while not self.stopping.is_set():
-                ids = [r[0] for r in await conn.fetch(SQL["dequeue"], batch)]
-                if not ids:
+                rows = await conn.fetch(SQL["dequeue"], batch)
+                if not rows:
                     await asyncio.sleep(IDLE_PAUSE_S)
                     continue
                 t = time.monotonic_ns()  # CLOCK_MONOTONIC, as the contract asks
-                send({"handled": [[i, t] for i in ids]})
-                await conn.execute(SQL["ack"], ids)
+                send({"handled": [[r["seq"], t] for r in rows]})
+                await conn.execute(SQL["ack"], [r["id"] for r in rows])
         finally:
             await conn.close()
 
@@ -66,11 +71,16 @@ class Workers:
 
 async def handle(request: dict, workers: Workers) -> dict:
     op = request.get("op")
-    if op in ("install", "uninstall", "enqueue"):
+    if op in ("install", "uninstall", "enqueue", "produce"):
         conn = await asyncpg.connect(workers.dsn)
         try:
-            if op == "enqueue":
-                rows = await conn.fetch(SQL["enqueue"], [json.dumps(p) for p in request["payloads"]])
+            if op in ("enqueue", "produce"):
+                payloads = request["payloads"]
+                rows = await conn.fetch(SQL["enqueue"], [json.dumps(p) for p in payloads])
+                if op == "produce":
+                    t = time.monotonic_ns()
+                    send({"enqueued": [[p["seq"], t] for p in payloads]})
+                    return {"ok": True}
                 return {"ok": True, "ids": [r[0] for r in rows]}
             await conn.execute(SQL["uninstall"])
             if op == "install":
@@ -79,7 +89,7 @@ async def handle(request: dict, workers: Workers) -> dict:
         finally:
             await conn.close()
     if op == "work":
-        await workers.start(int(request["concurrency"]), request.get("batch"))
+        await workers.start(int(request["concurrency"]), request.get("batch"), bool(request.get("continuous")))
         return {"ok": True}
     if op == "stop":
         await workers.stop()
@@ -87,16 +97,25 @@ async def handle(request: dict, workers: Workers) -> dict:
     return {"ok": False, "error": f"unknown op {op!r}"}
 
 
+async def serve(request: dict, workers: Workers) -> None:
+    try:
+        reply = await handle(request, workers)
+    except Exception as err:  # one line back to the harness, and keep serving
+        reply = {"ok": False, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
+    send({"id": request.get("id"), **reply})
+
+
 async def main() -> None:
     workers = Workers(os.environ["BENCH_DSN"])
-    send({"hello": {"system": "reference", "version": f"asyncpg {asyncpg.__version__}", "batch": True}})
+    send({"hello": {"system": "reference", "version": f"asyncpg {asyncpg.__version__}", "contract": 2,
+                    "batch": True, "settings": {"idle_pause_ms": IDLE_PAUSE_S * 1000},
+                    "tables": ["reference_adapter_jobs"], "control_tables": []}})
     loop = asyncio.get_running_loop()
+    serving: set[asyncio.Task] = set()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
-        try:
-            reply = await handle(json.loads(line), workers)
-        except Exception as err:  # one line back to the harness, and keep serving
-            reply = {"ok": False, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
-        send(reply)
+        task = asyncio.create_task(serve(json.loads(line), workers))
+        serving.add(task)
+        task.add_done_callback(serving.discard)
     await workers.stop()  # stdin closed: the harness is gone, so are we
 
 

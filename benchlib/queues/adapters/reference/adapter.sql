@@ -20,7 +20,7 @@ RETURNING id;
 UPDATE reference_adapter_jobs SET state = 'claimed'
 WHERE id IN (SELECT id FROM reference_adapter_jobs WHERE state = 'ready'
              ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
-RETURNING id;
+RETURNING id, (payload->>'seq')::bigint AS seq;
 
 -- name: ack
 UPDATE reference_adapter_jobs SET state = 'done' WHERE id = ANY($1::bigint[]);

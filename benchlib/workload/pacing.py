@@ -1,0 +1,77 @@
+"""Open-loop producers on intended time (METHOD rule 6: no coordinated omission).
+
+Every job a producer makes has an intended instant on a fixed schedule (job k of a
+producer at `rate` is due at start + k / rate); the producer never waits for the queue
+to catch up. When it falls behind (an enqueue took long, the event loop was busy), it
+sends every job that is due at once, in enqueues of at most `max_batch`, and each keeps
+its own intended instant: the end-to-end latency of a job is measured from that instant,
+so a stalled producer cannot hide a slow queue. How far behind it ran is its *lag*
+(actual send - intended, per enqueue call); a producer that could not hold its schedule
+(achieved < 0.99 x rate) makes a measurement *producer-bound*, never a system's result.
+
+The payloads carry the job's sequence number (workload/ledger.py), so every system,
+whatever ids it gives, is counted by the same numbers.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from array import array
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlib.measure import now_ns
+from benchlib.workload.ledger import Ledger
+
+MAX_BATCH = 100  # jobs per enqueue when a producer catches up
+
+
+def payload(seq: int) -> str:
+    """A job as every producer makes it: its sequence number and a small body."""
+    return json.dumps({"seq": seq, "task": "noop", "args": {"size": 64}})
+
+
+@dataclass
+class Producers:
+    """What the producers of one cell did: their lag and what they sent."""
+
+    lag_ns: array = field(default_factory=lambda: array("q"))  # per enqueue call: send - intended of its oldest job
+    sent: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any]]], ledger: Ledger, rate: float,
+                  start_ns: int, stop: asyncio.Event, out: Producers, offset: float = 0.0,
+                  max_batch: int = MAX_BATCH) -> None:
+    """Enqueue jobs at `rate` per second from `start_ns` until `stop` is set.
+
+    `offset` (in jobs, 0 <= offset < 1) staggers several producers that share a total rate.
+    """
+    period = 1e9 / rate
+    k = 0
+    while not stop.is_set():
+        now = now_ns()
+        due = int((now - start_ns) / period - offset) + 1 - k
+        if due <= 0:
+            wait = (start_ns + (k + offset) * period - now) / 1e9
+            try:
+                await asyncio.wait_for(stop.wait(), max(wait, 0.0))
+            except TimeoutError:
+                pass
+            continue
+        n = min(due, max_batch)
+        intended = [start_ns + int((k + i + offset) * period) for i in range(n)]
+        first = ledger.reserve(n)
+        body = [payload(first + i) for i in range(n)]
+        sent = now_ns()
+        ids = await enqueue_many(body)
+        ledger.enqueued(first, ids, now_ns(), intended)
+        out.lag_ns.append(sent - intended[0])
+        out.sent += n
+        k += n
+
+
+def achieved(out: Producers, seconds: float) -> float:
+    """Jobs per second the producers sent over `seconds`."""
+    return out.sent / seconds if seconds > 0 else 0.0

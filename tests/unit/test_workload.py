@@ -1,0 +1,75 @@
+"""The workload layer on fixture data: the ledger's accounting, open-loop pacing, stalls."""
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from benchlib.studies.drain.measure import flag_stalls
+from benchlib.workload import pacing
+from benchlib.workload.ledger import NONE, Ledger
+
+
+def test_the_ledger_counts_lost_duplicates_and_strangers_by_id():
+    ledger = Ledger()
+    first = ledger.reserve(5)
+    ledger.enqueued(first, [101, 102, 103, 104, 105], acked_ns=1_000, intended_ns=[900, 910, 920, 930, 940])
+    ledger.enqueued(ledger.reserve(2), [106, 107], acked_ns=2_000)
+    ledger.handled([101, 102], 1_500)
+    ledger.handled_one(103, 1_600)
+    ledger.handled([102], 1_700)  # again
+    ledger.handled([999], 1_800)  # never enqueued
+    rec = ledger.reconcile()
+    assert (rec.enqueued, rec.handled, rec.distinct, rec.lost, rec.duplicates, rec.unknown) == (7, 4, 3, 4, 1, 1)
+    assert rec.latency_ns().tolist() == [600, 590, 680]  # from the intended instants, first handling only
+    assert rec.latency_ns("acked").tolist() == [500, 500, 600]
+    assert rec.backlog_at(np.array([1_000, 1_550, 2_500])).tolist() == [5, 3, 4]
+    assert rec.gaps(1_000).tolist() == [500, 0, 100, 100]
+    assert rec.first_ns[3] == NONE  # 104 was never handled
+
+
+def test_workers_report_by_seq_and_uuids_work():
+    ledger = Ledger(by_seq=True)
+    ledger.enqueued(ledger.reserve(3), ["a1b2", "c3d4", "e5f6"], acked_ns=10)
+    for seq in (2, 0, 2):
+        ledger.handled_one(seq, 20)
+    rec = ledger.reconcile()
+    assert (rec.lost, rec.duplicates, rec.unknown) == (1, 1, 0)
+
+
+async def test_an_open_loop_producer_keeps_its_schedule_through_a_stall():
+    """Coordinated omission, shown: a producer whose enqueue stalls for 0.3 s does not
+    send late jobs as if they had been meant for later; each keeps its intended instant,
+    the lag says how late they went, and they went out in catch-up batches."""
+    ledger, out, stop = Ledger(), pacing.Producers(), asyncio.Event()
+    calls = []
+
+    async def enqueue(payloads):
+        calls.append(len(payloads))
+        if len(calls) == 5:
+            await asyncio.sleep(0.3)  # the queue stalls once
+        return list(range(len(calls) * 1000, len(calls) * 1000 + len(payloads)))
+
+    start = pacing.now_ns()
+    task = asyncio.create_task(pacing.produce(enqueue, ledger, 200.0, start, stop, out))
+    await asyncio.sleep(0.6)
+    stop.set()
+    await task
+    rec = ledger.reconcile()
+    intended = rec.intended_ns - start
+    assert np.all(np.diff(intended) > 0) and abs(intended[10] - 10 * 5_000_000) < 1_000  # the schedule, not the sends
+    assert max(out.lag_ns) >= 0.25e9  # the stall shows as lag...
+    assert max(calls) > 20  # ...and the jobs it delayed went out together, at once
+    assert 0.9 * 0.6 * 200 <= out.sent <= 1.1 * 0.6 * 200 + 2  # the rate was held over the whole run
+
+
+@pytest.mark.parametrize(("gaps", "flagged"), [
+    ([(0.5, 3.0), (0.6, 20_000.0), (0.4, 2.5)], [False, True, False]),  # a 20 s SIGSTOP in one sample
+    ([(0.5, 900.0), (0.6, 800.0)], [False, False]),  # under a second is no stall a reader need worry about
+    ([(30.0, 600.0), (25.0, 1_200.0)], [False, False]),  # a polling system's usual tail is its norm
+])
+def test_a_stall_far_beyond_the_cells_norm_is_flagged(gaps, flagged):
+    rows = [{"completion_gap_p99_ms": p99, "completion_gap_max_ms": largest} for p99, largest in gaps]
+    flag_stalls(rows)
+    assert [r["stall"] for r in rows] == flagged

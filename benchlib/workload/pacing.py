@@ -72,6 +72,22 @@ async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any
         k += n
 
 
+async def calls(rate: float, stop: asyncio.Event, act: Callable[[int], Awaitable[None]],
+                max_batch: int = MAX_BATCH) -> None:
+    """Call act(n) so that n adds up to rate x elapsed time (the same schedule for work that is
+    not jobs: a bystander's lookups); a stall is made up at once, at most max_batch per call."""
+    start, done = now_ns(), 0
+    period = 1e9 / rate
+    while not stop.is_set():
+        due = int((now_ns() - start) / period) + 1 - done
+        if due <= 0:
+            await asyncio.sleep(max(0.0, (start + done * period - now_ns()) / 1e9))
+            continue
+        n = min(due, max_batch)
+        await act(n)
+        done += n
+
+
 def achieved(out: Producers, seconds: float) -> float:
     """Jobs per second the producers sent over `seconds`."""
     return out.sent / seconds if seconds > 0 else 0.0

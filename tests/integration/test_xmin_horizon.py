@@ -10,7 +10,8 @@ from benchlib.holders import HOLDERS
 from benchlib.provision import open_backend
 from benchlib.provision.postgres import preflight
 from benchlib.studies import xmin_horizon
-from benchlib.studies.xmin_horizon.measure import SERVER_SETTINGS, SQL
+from benchlib.studies.xmin_horizon.measure import SERVER_SETTINGS
+from benchlib.workload.sampler import SQL
 
 pytestmark = pytest.mark.integration
 

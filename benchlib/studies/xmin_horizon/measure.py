@@ -30,10 +30,8 @@ import asyncio
 import json
 import random
 import time
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import count
 from typing import Any
 
 import asyncpg
@@ -47,6 +45,9 @@ from benchlib.measure import Latencies, now_ns
 from benchlib.provision import PgServer
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
+from benchlib.workload import drivers, pacing, sampler
+from benchlib.workload.ledger import Ledger
+from benchlib.workload.pacing import Producers
 
 STUDY = "xmin_horizon"
 AXES = ("designs", "holders")
@@ -57,7 +58,6 @@ PHASES = ("baseline", "held")
 GROUP = "xmin"  # the consumer group of the log design
 BYSTANDER_DB = "benchlib_bystander"
 POLL_S = 0.005  # a consumer's pause after finding nothing
-MAX_ENQUEUE_BATCH = 100  # a producer that fell behind catches up in inserts of at most this many
 # METHOD.md's aggressive autovacuum; a parameter, recorded per cell.
 DEFAULT_AUTOVACUUM = {
     "autovacuum_naptime": "10s",
@@ -332,8 +332,8 @@ def phase_rows(samples: pl.DataFrame, latencies: dict[str, Latencies], target_ra
 class _Live:
     """Client-side state of one cell (METHOD rule 3: counts live here, not in the database)."""
 
-    produced: array = field(default_factory=lambda: array("q"))
-    consumed: array = field(default_factory=lambda: array("q"))
+    ledger: Ledger = field(default_factory=Ledger)  # every job, by seq: produced, consumed, repeats
+    producers: Producers = field(default_factory=Producers)
     window: Latencies = field(default_factory=Latencies)  # bystander lookups since the last sample
     by_phase: dict[str, Latencies] = field(default_factory=lambda: {p: Latencies() for p in (*PHASES, "drain")})
     phase: str = "baseline"
@@ -351,27 +351,11 @@ async def _after_sample(live: _Live, n: int) -> None:
         await live.sampled.wait()
 
 
-async def _paced(rate: float, until: asyncio.Event, act) -> None:
-    """Call act(n) so that n adds up to rate x elapsed wall-clock time (credit for stalls)."""
-    start, done = time.monotonic(), 0
-    while not until.is_set():
-        due = int((time.monotonic() - start) * rate) - done
-        if due <= 0:
-            await asyncio.sleep(max(0.0, (done + 1) / rate - (time.monotonic() - start)))
-            continue
-        n = min(due, MAX_ENQUEUE_BATCH)
-        await act(n)
-        done += n
-
-
-async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, seq: count) -> None:
+async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, start_ns: int, offset: float) -> None:
     conn = await queue.connect(target, "producer")
     try:
-        async def enqueue(n: int) -> None:
-            payloads = [json.dumps({"seq": next(seq), "task": "noop"}) for _ in range(n)]
-            live.produced.extend(await queue.enqueue_many(conn, payloads))
-
-        await _paced(rate, live.stop_producing, enqueue)
+        await pacing.produce(lambda payloads: queue.enqueue_many(conn, payloads), live.ledger, rate, start_ns,
+                             live.stop_producing, live.producers, offset)
     finally:
         await conn.close()
 
@@ -379,14 +363,7 @@ async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, seq:
 async def _pull_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
     conn = await queue.connect(target, "consumer")
     try:
-        while not live.stopping.is_set():
-            jobs = await queue.dequeue(conn, batch)
-            if not jobs:
-                await asyncio.sleep(POLL_S)
-                continue
-            ids = [j[0] for j in jobs]
-            await queue.ack(conn, ids)
-            live.consumed.extend(ids)
+        await drivers.pull(queue, conn, batch, live.ledger, drivers.Ops(), live.stopping.is_set, pause_s=POLL_S)
     finally:
         await conn.close()
 
@@ -395,14 +372,7 @@ async def _log_consumer(target: PgServer, queue: Any, batch: int, live: _Live, m
     """A registered member of GROUP: claim a tick batch, read it, finish it."""
     conn = await target.connect()
     try:
-        while not live.stopping.is_set():
-            batch_id = await queue.next_batch(conn, GROUP, member)
-            if batch_id is None:
-                await asyncio.sleep(POLL_S)
-                continue
-            events = await queue.get_batch_events(conn, batch_id)
-            await queue.finish_batch(conn, batch_id)
-            live.consumed.extend(e[0] for e in events)
+        await drivers.log_member(queue, conn, GROUP, member, live.ledger, live.stopping.is_set, POLL_S)
     finally:
         await conn.close()
 
@@ -431,16 +401,15 @@ async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng:
                 live.window.add(d)
                 live.by_phase[live.phase].add(d)
 
-        await _paced(rate, live.stopping, lookup)
+        await pacing.calls(rate, live.stopping, lookup)
     finally:
         await conn.close()
 
 
 async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: float) -> Snapshot:
     """Server statistics first; then the time, client counters and bystander window, read together."""
-    control = list(getattr(queue, "control_tables", ()))
-    kinds = {r["kind"]: dict(r) for r in await conn.fetch(SQL["table_stats"], control)}
-    horizon = dict(await conn.fetchrow(SQL["horizon"]))
+    kinds = await sampler.table_stats(conn, control=getattr(queue, "control_tables", ()))
+    horizon = await sampler.horizon(conn)
     rotation = {}
     if getattr(queue, "ticked", False):
         children = await queue.rows_per_child(conn)
@@ -452,14 +421,14 @@ async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: fl
         }
     t_s = time.monotonic() - start
     window, live.window = live.window, Latencies()
-    return Snapshot(t_s=t_s, produced=len(live.produced), consumed=len(live.consumed),
+    return Snapshot(t_s=t_s, produced=live.ledger.acknowledged, consumed=len(live.ledger.handled_keys),
                     data=kinds.get("data", {}), control=kinds.get("control", {}), horizon=horizon,
                     bystander=window, rotation=rotation)
 
 
 async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, start: float, rows: list) -> None:
     """A row every sample_interval_s on a wall-clock schedule (no drift)."""
-    conn = await target.connect()
+    conn = await sampler.connect(target)
     try:
         prev = await _snapshot(conn, queue, live, start)
         k = 1
@@ -534,11 +503,11 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
             await queue.register_group(admin, GROUP)
             for m in members:
                 await queue.register_member(admin, GROUP, m)
-        seq, rng = count(), random.Random(7)
-        start = time.monotonic()
+        rng = random.Random(7)
+        start, start_ns = time.monotonic(), now_ns()
         async with asyncio.TaskGroup() as tg:
-            producers = [tg.create_task(_producer(target, queue, p.rate / p.producers, live, seq))
-                         for _ in range(p.producers)]
+            producers = [tg.create_task(_producer(target, queue, p.rate / p.producers, live, start_ns, j / p.producers))
+                         for j in range(p.producers)]
             for m in members:
                 tg.create_task(consume(target, queue, p.batch_size, live, m))
             for _ in range(p.bystanders):
@@ -558,8 +527,8 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
             await holder.stop(admin)  # server-side, checked gone
             live.phase = "drain"
             await asyncio.wait(producers)  # an insert in flight must land before we count what is left
-            deadline, wanted = time.monotonic() + p.drain_timeout_s, set(live.produced)
-            while not wanted.issubset(live.consumed) and time.monotonic() < deadline:
+            deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
+            while live.ledger.distinct < wanted and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
             live.stopping.set()
@@ -569,9 +538,10 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
         finally:
             await admin.close()
             await _drop_database(server, db)
-    produced, consumed = set(live.produced), live.consumed
-    accounting = {"produced": len(produced), "consumed": len(consumed),
-                  "lost": len(produced - set(consumed)), "duplicates": len(consumed) - len(set(consumed))}
+    rec = live.ledger.reconcile()
+    if rec.unknown:
+        raise RuntimeError(f"{rec.unknown} consumed job(s) carried an id the harness never produced")
+    accounting = {"produced": rec.enqueued, "consumed": rec.handled, "lost": rec.lost, "duplicates": rec.duplicates}
     window_schema = {k: v for k, v in SAMPLE_SCHEMA.items() if rows and k in rows[0]}
     phases = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
     return rows, phases, accounting

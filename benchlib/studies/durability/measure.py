@@ -29,7 +29,6 @@ killing processes cannot show that, and this study does not claim to.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,8 @@ from benchlib import backlog, pgbench, queues
 from benchlib.errors import BenchError, failure_reason
 from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
+from benchlib.workload.ledger import Ledger
+from benchlib.workload.pacing import payload
 from benchlib.runner import Cell, Rows
 from benchlib.studies.drain import measure as drain
 from benchlib.studies.drain.measure import drain_once
@@ -155,6 +156,7 @@ CRASHES: Schema = {
     "recovery_s": (pl.Float64, "restart on the same data directory until it accepts connections"),
     "synchronous_commit": (pl.String, "as the server reported it"),
     "wal_writer_delay": (pl.String, "as the server reported it: how often async commits are flushed"),
+    "wal_writer_flush_after": (pl.String, "as the server reported it: WAL that wakes the WAL writer early (PG 17+)"),
     "error": (pl.String, "why the crash cycle failed (null when it did not)"),
     "cell_key": (pl.String, "resume key of the cell"),
     "run_id": (pl.String, "the run that measured this row"),
@@ -181,25 +183,26 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
         await queue.settle(conn)
     finally:
         await conn.close()
-    acked: dict[int, int] = {}  # id -> when its acknowledgement reached the client (ns)
+    # what the server acknowledged, and when (enqueue: the insert's commit; ack: the ack's commit)
+    ledger = Ledger()
     conns = await asyncio.gather(*(queue.connect(server, "consumer" if mode == "ack" else "admin")
                                    for _ in range(clients)))
 
     async def produce(c: Any, k: int) -> None:
-        seq = 0
         while True:
-            seq += 1
-            ids = await queue.enqueue_many(c, [json.dumps({"client": k, "seq": seq})])
-            acked[ids[0]] = now_ns()
+            seq = ledger.reserve(1)
+            ids = await queue.enqueue_many(c, [payload(seq)])
+            ledger.enqueued(seq, ids, now_ns())
 
     async def consume(c: Any, k: int) -> None:
+        dequeue, ack = await queue.operations(c)
         while True:
-            jobs = await queue.dequeue(c, 1)
+            jobs = await dequeue(1)
             if not jobs:
                 await asyncio.sleep(0.001)
                 continue
-            await queue.ack(c, [jobs[0][0]])
-            acked[jobs[0][0]] = now_ns()
+            await ack([jobs[0][0]])
+            ledger.handled_one(jobs[0][0], now_ns())
 
     work = produce if mode == "enqueue" else consume
     tasks = [asyncio.create_task(work(c, k)) for k, c in enumerate(conns)]
@@ -218,6 +221,7 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
         await asyncio.gather(*tasks, return_exceptions=True)
         for c in conns:  # their server is gone: drop the sockets, no goodbye
             c.terminate() if hasattr(c, "terminate") else await c.close()
+    acked = _acknowledged(ledger, mode)
     conn = await queue.connect(server)
     try:
         ids = list(acked)
@@ -226,7 +230,7 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
         gone = (set(ids) - await queue.present(conn, ids)) if mode == "enqueue" else await queue.undone(conn, ids)
         settings = {r[0]: r[1] for r in await conn.fetch(
             "SELECT name, setting || coalesce(unit, '') FROM pg_settings "
-            "WHERE name IN ('synchronous_commit', 'wal_writer_delay')")}
+            "WHERE name IN ('synchronous_commit', 'wal_writer_delay', 'wal_writer_flush_after')")}
     finally:
         await conn.close()
     return {
@@ -236,7 +240,15 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
         "recovery_s": recovery_s,
         "synchronous_commit": settings.get("synchronous_commit"),
         "wal_writer_delay": settings.get("wal_writer_delay"),
+        "wal_writer_flush_after": settings.get("wal_writer_flush_after"),
     }
+
+
+def _acknowledged(ledger: Ledger, mode: str) -> dict[int, int]:
+    """id -> when its acknowledgement reached the client (ns): enqueues, or acks, by id."""
+    if mode == "enqueue":
+        return {i: b.acked_ns for b in ledger.batches for i in b.ids}
+    return dict(zip(ledger.handled_keys, ledger.handled_at))
 
 
 def crash_moments(p: Params, queue: str, mode: str) -> list[float]:

@@ -183,6 +183,10 @@ class Store:
                 return rows
         return None
 
+    def cached_published(self, stem: str, table: str = "") -> pl.DataFrame:
+        """The published rows of `stem` (a rerun that found them exactly as it would measure them)."""
+        return read_parquet(self.published(stem, table))
+
     def _published_cells(self, stem: str) -> set[str]:
         """The cells of the published run of `stem` (its manifest's list); none if it is unreadable."""
         path = self.manifest_path(stem)

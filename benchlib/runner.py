@@ -100,7 +100,7 @@ async def run(study: Study, params: Any, *, dsn: str | None = None, data_dir: st
     plan = await preflight(study, params, dsn=dsn, accept_server_settings=accept_server_settings)
     store = None
     if root is not None:  # created only once everything else checked out: a refused run leaves no folder
-        store = Store(outputs.check_writable(root, "results"), Path(data_dir) / study.STUDY / ".cells")
+        store = store_for(study, data_dir, profile, create=True)
     with outputs.locked(data_dir) if data_dir is not None else nullcontext():
         return await _interruptible(_run(study, params, plan, store, force, profile, progress))
 
@@ -150,32 +150,63 @@ async def _interruptible(coro: Awaitable[Run]) -> Run:
             signal.signal(sig, previous)
 
 
+def store_for(study: Study, data_dir: str | Path, profile: str, create: bool = False) -> Store:
+    """The published files and resume cache of a study's profile under `data_dir`."""
+    root = outputs.study_dir(data_dir, study.STUDY, profile)
+    return Store(outputs.check_writable(root, "results") if create else root, Path(data_dir) / study.STUDY / ".cells")
+
+
+def keys_of(study: Study, params: Any, plan: Any) -> list[tuple[Cell, str, str]]:
+    """Every cell of a run with its code version and key, known before any server starts.
+
+    A key hashes what was measured: the cell's and the run's parameters, the measuring
+    code, the machine, the server as the plan names it (kind, version, requested
+    settings) and the systems' exact versions (another release, or another build such
+    as pgqrs's `+full`, is never served from cells measured with this one).
+    """
+    host = machine()
+    common = {k: v for k, v in asdict(params).items() if k not in study.AXES}
+    systems = study.systems(params)
+    out = []
+    for cell in study.cells(params):
+        code = code_version(*cell.code)
+        out.append((cell, code, cell_key(study=study.STUDY, cell=cell.parts, common=common, code=code,
+                                         machine={k: host.get(k) for k in MACHINE_KEY},
+                                         server=plan.identity, systems=systems)))
+    return out
+
+
+def published_as_is(study: Study, params: Any, plan: Any, store: Store | None, force: bool = False) -> bool:
+    """Whether the published files of this run hold exactly its cells, as keyed now: then a
+    rerun has nothing to measure and starts no server."""
+    if store is None or force:
+        return False
+    keys = [key for _, _, key in keys_of(study, params, plan)]
+    return store.holds_exactly(study.stem(params), keys, study.TABLES)
+
+
 async def _run(study: Study, params: Any, plan: Any, store: Store | None, force: bool, profile: str,
                progress: bool) -> Run:
+    stem = study.stem(params)
+    cells = keys_of(study, params, plan)
+    keys = [key for _, _, key in cells]
+    if published_as_is(study, params, plan, store, force):  # nothing to measure: no server, files untouched
+        tables = {t: store.cached_published(stem, t) for t in study.TABLES}
+        record(stem=stem, cells=len(keys), reused=len(keys), published=str(store.root))
+        return Run(tables, read_json(store.manifest_path(stem)), store.root)
     be = get_backend(study.backend(params))
     run_id, started, cpu = new_run_id(), utc_now(), CpuShare()
     host = machine()
-    stem = study.stem(params)
-    common = {k: v for k, v in asdict(params).items() if k not in study.AXES}
-    cells = study.cells(params)
     frames: dict[str, list[pl.DataFrame]] = {t: [] for t in study.TABLES}
-    keys, codes, reused = [], set(), 0
+    codes, reused = set(), 0
     company: dict[str, dict] = {}  # per measured cell: who else used the machine meanwhile
     state: dict[str, Any] = {}
-    # the systems' exact versions are part of every key: another release (or another build,
-    # such as pgqrs's `+full`) of a library is never served from cells measured with this one
     systems = study.systems(params)
     async with be.open(plan) as target:
         server = await target.describe()
-        with bar(sum(c.steps for c in cells), f"{study.STUDY} {stem}", progress) as pbar:
+        with bar(sum(c.steps for c, _, _ in cells), f"{study.STUDY} {stem}", progress) as pbar:
             try:
-                for cell in cells:
-                    code = code_version(*cell.code)
-                    key = cell_key(study=study.STUDY, cell=cell.parts, common=common, code=code,
-                                   machine={k: host.get(k) for k in MACHINE_KEY},
-                                   server={k: server[k] for k in ("kind", "version", "settings_requested")},
-                                   systems=systems)
-                    keys.append(key)
+                for cell, code, key in cells:
                     codes.add(code)
                     cached = None if (force or store is None) else {t: store.cached(key, stem, t) for t in study.TABLES}
                     if cached is not None and all(v is not None for v in cached.values()):
@@ -229,4 +260,4 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
     return result
 
 
-__all__ = ["Cell", "Run", "Study", "run"]
+__all__ = ["Cell", "Run", "Study", "keys_of", "published_as_is", "run"]

@@ -41,6 +41,7 @@ class Job:
     result: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     skipped: str | None = None  # why this run cannot run here (a server major the machine lacks)
+    plan: Any = None  # where its server comes from (preflight)
 
 
 def plan(profile: str, studies: list[str], *, data_dir: Path, force: bool = False) -> list[Job]:
@@ -63,14 +64,24 @@ def plan(profile: str, studies: list[str], *, data_dir: Path, force: bool = Fals
 async def preflight(jobs: list[Job], accept_server_settings: bool = False) -> None:
     for job in jobs:
         try:
-            await runner.preflight(STUDIES[job.study].measure, job.params,
-                                   accept_server_settings=accept_server_settings)
+            job.plan = await runner.preflight(STUDIES[job.study].measure, job.params,
+                                              accept_server_settings=accept_server_settings)
         except ServerMissing as err:
             job.skipped = str(err).split(":")[0]
 
 
-def execute(jobs: list[Job], data_dir: Path) -> None:
-    """Run the jobs' notebooks in order, under the data directory's lock."""
+def unchanged(job: Job, data_dir: Path, profile: str, force: bool) -> bool:
+    """Whether the run's published files hold exactly the cells it would measure now: then its
+    notebook is not executed at all (no kernel, no server), and its files stay as they are."""
+    if job.skipped or force:
+        return False
+    study = STUDIES[job.study].measure
+    return runner.published_as_is(study, job.params, job.plan, runner.store_for(study, data_dir, profile))
+
+
+def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) -> None:
+    """Run the jobs' notebooks in order, under the data directory's lock; a run whose published
+    files already hold exactly what it would measure is not executed."""
     relay = notebooks.BUILD_DIR / ".progress.json"
     relay.parent.mkdir(parents=True, exist_ok=True)
     os.environ[RELAY_ENV] = str(relay)  # the kernels inherit it: their bars feed ours
@@ -79,6 +90,12 @@ def execute(jobs: list[Job], data_dir: Path) -> None:
             for i, job in enumerate(jobs, 1):
                 if job.skipped:
                     print(f"[{i}/{len(jobs)}] {job.study} {job.name}: skipped, {job.skipped}", flush=True)
+                    continue
+                if unchanged(job, data_dir, profile, force):
+                    cells = len(runner.keys_of(STUDIES[job.study].measure, job.params, job.plan))
+                    job.result = {"cells": cells, "reused": cells,
+                                  "published": str(outputs.study_dir(data_dir, job.study, profile))}
+                    print(f"[{i}/{len(jobs)}] {job.study} {job.name}: published, nothing to measure", flush=True)
                     continue
                 started = time.monotonic()
                 with follow(relay, f"[{i}/{len(jobs)}] {job.study} {job.name}") as watch:
@@ -137,7 +154,7 @@ def run(profile: str, studies: list[str] | None = None, *, force: bool = False,
     if accept_server_settings:
         os.environ["BENCH_ACCEPT_SERVER_SETTINGS"] = "1"
     started = time.monotonic()
-    execute(jobs, data_dir)
+    execute(jobs, data_dir, profile, force)
     result = summary(jobs, data_dir, profile)
     result.table.title = f"{profile}: {len(jobs)} runs in {_duration(time.monotonic() - started)}"
     return result

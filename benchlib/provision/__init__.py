@@ -30,6 +30,14 @@ class FilePlan:
     settings: dict[str, str]
     way: str = "file"
 
+    @property
+    def identity(self) -> dict[str, object]:
+        """What a cell's key takes from the engine, known before anything opens."""
+        from benchlib.provision.sqlite import DEFAULT_PRAGMAS, ENGINES
+
+        return {"kind": self.way, "version": ENGINES[self.backend].version(),
+                "settings_requested": {**DEFAULT_PRAGMAS, **self.settings}}
+
 
 def _file_preflight(backend: str) -> Callable[..., Awaitable[FilePlan]]:
     async def preflight(settings: Mapping[str, str] | None = None, **_: Any) -> FilePlan:

@@ -99,6 +99,18 @@ class Plan:
     # DSN only: settings the study asked for that the server has otherwise, accepted
     # by the user: {name: {"requested": ..., "effective": ...}}
     not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
+    server_version: str | None = None  # DSN only: the server's version(), read at preflight
+
+    @property
+    def identity(self) -> dict[str, object]:
+        """What a cell's key takes from the server, known before any server starts."""
+        if self.way == "local" and self.binaries:
+            version = f"PostgreSQL {self.binaries.version} ({self.binaries.source})"
+        elif self.way == "testcontainers":
+            version = f"docker image {docker.image()}"
+        else:
+            version = self.server_version
+        return {"kind": self.way, "version": version, "settings_requested": dict(self.settings)}
 
     @property
     def source(self) -> str:
@@ -242,6 +254,7 @@ async def preflight(settings: Mapping[str, str] | None = None, *, dsn: str | Non
             raise BenchError(f"the DSN's server has no setting {shown(unknown[0])}: fix the study's settings")
         is_super = await conn.fetchval(SQL["is_superuser"])
         limits = dict(await conn.fetchrow(SQL["connection_limits"]))
+        server_version = await conn.fetchval(SQL["version"])
     finally:
         await conn.close()
     wheel = bins.wheel()
@@ -253,7 +266,7 @@ async def preflight(settings: Mapping[str, str] | None = None, *, dsn: str | Non
                          f"({len(not_applied)} setting(s) differ): change the server, or accept its values with "
                          "--accept-server-settings (the report then says so)")
     free = limits["max_connections"] - limits["in_use"] - (0 if is_super else limits["reserved"])
-    plan = Plan("dsn", settings, dsn=dsn, max_connections=free, not_applied=not_applied)
+    plan = Plan("dsn", settings, dsn=dsn, max_connections=free, not_applied=not_applied, server_version=server_version)
     _check_connections(plan, connections, "free connections on the server")
     return plan
 

@@ -44,6 +44,12 @@ class S3Plan:
     backend: str = "s3"
     way: str = "emulator"
 
+    @property
+    def identity(self) -> dict[str, object]:
+        """What a cell's key takes from the store, known before the emulator starts."""
+        return {"kind": self.way, "version": f"moto {_moto_version()} (S3), behind benchlib's latency proxy",
+                "settings_requested": dict(self.settings)}
+
 
 def _moto_version() -> str:
     try:

@@ -50,6 +50,26 @@ async def test_run_publishes_and_resumes(tmp_path):
     assert set(forced["run_id"]) != set(first["run_id"])
 
 
+async def test_a_rerun_with_nothing_to_measure_starts_no_server(tmp_path, monkeypatch):
+    """The cells' keys are known before anything starts (the server as the plan names it), so a
+    rerun whose published files hold exactly those cells opens no backend at all: no initdb,
+    no server, no fsync probe; the published files stay byte for byte."""
+    from benchlib.provision import local_cluster
+
+    params = drain.Params(consumers=[1], batch_sizes=[5], prefill=100, samples=1, warmup=0)
+    await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
+    home = tmp_path / "drain" / "smoke"
+    before = {p.name: p.read_bytes() for p in home.iterdir()}
+
+    def no_server(self, *args, **kwargs):
+        raise AssertionError("a server was started for a run with nothing to measure")
+
+    monkeypatch.setattr(local_cluster.LocalCluster, "start", no_server)
+    again = await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
+    assert again.samples.height == 1 and again.manifest["cells_reused"] == 0  # the measuring run's manifest
+    assert {p.name: p.read_bytes() for p in home.iterdir()} == before
+
+
 async def test_profiles_never_replace_each_other(tmp_path):
     small = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
     await drain.run(small, data_dir=tmp_path, profile="standard", progress=False)

@@ -112,7 +112,7 @@ def test_a_server_the_machine_lacks_is_skipped_and_said(tmp_path, monkeypatch, c
     asyncio.run(sweep.preflight(jobs))
     (job,) = jobs
     assert job.name == "default__pg99" and job.skipped.startswith("no PostgreSQL 99 server binaries here")
-    sweep.execute(jobs, tmp_path / "data")
+    sweep.execute(jobs, tmp_path / "data", "smoke")
     assert "skipped, no PostgreSQL 99" in capsys.readouterr().out
     (row,) = sweep.summary(jobs, tmp_path / "data", "smoke").table.rows
     assert row["time"] == "skipped" and "PostgreSQL 99" in row["results"]

@@ -110,3 +110,28 @@ def test_a_bad_parameter_is_one_line_in_the_notebook(tmp_path):
     errors = [o for o in _outputs(json.loads(out.read_text())) if o["output_type"] == "error"]
     assert [line for o in errors for line in o["traceback"]] == [
         "BenchError: consumers must be a whole number >= 1, got 'abc'"]
+
+
+def test_a_sweep_with_nothing_to_measure_executes_no_notebook(tmp_path, monkeypatch, capsys):
+    """`make report` a second time: every run's published files already hold exactly what it
+    would measure, so no kernel starts and no server either, and the published files stay."""
+    from benchlib import sweep, sweeps
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "drain.yaml").write_text(
+        "smoke:\n  common: {consumers: [1], batch_sizes: [5], prefill: 40, samples: 1, warmup: 0}\n"
+        "  runs: [{backend: sqlite, queue: sqlite}]\n")
+    monkeypatch.setattr(sweeps, "PROFILE_DIR", tmp_path / "profiles")
+    monkeypatch.setattr(notebooks, "BUILD_DIR", tmp_path / "build")
+    data = tmp_path / "data"
+    sweep.run("smoke", ["drain"], data_dir=data)
+    published = {p: p.read_bytes() for p in (data / "drain" / "smoke").iterdir()}
+    executed = tmp_path / "build" / "drain" / "smoke" / "sqlite__sqlite.ipynb"
+    assert executed.exists()
+    executed.unlink()
+    capsys.readouterr()
+    result = sweep.run("smoke", ["drain"], data_dir=data)
+    assert "sqlite__sqlite: published, nothing to measure" in capsys.readouterr().out
+    assert not executed.exists()
+    assert {p: p.read_bytes() for p in (data / "drain" / "smoke").iterdir()} == published
+    assert result.table.rows[0]["cells (reused)"] == "1 (1)" and result.failed == 0

@@ -47,6 +47,7 @@ class Cell:
     parts: dict[str, Any]  # the values that identify it; they also become columns of its rows
     code: tuple[str, ...]  # files of the modules that measure it (beyond MEASURING_CODE)
     steps: int = 1  # progress units it reports
+    after: tuple[int, ...] = ()  # earlier cells (indices) whose results it builds on: their keys are in its own
 
     @property
     def label(self) -> str:
@@ -72,6 +73,7 @@ class Study(Protocol):
     def systems(self, params: Any) -> dict[str, dict[str, str]]: ...  # name -> summary, version
     async def measure(self, params: Any, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows: ...
     async def finish(self, params: Any, target: Any, state: dict) -> None: ...
+    def reused(self, params: Any, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) -> None: ...
     def failed(self, params: Any, cell: Cell, reason: str) -> Rows: ...
 
 
@@ -167,12 +169,13 @@ def keys_of(study: Study, params: Any, plan: Any) -> list[tuple[Cell, str, str]]
     host = machine()
     common = {k: v for k, v in asdict(params).items() if k not in study.AXES}
     systems = study.systems(params)
-    out = []
+    out: list[tuple[Cell, str, str]] = []
     for cell in study.cells(params):
         code = code_version(*cell.code)
         out.append((cell, code, cell_key(study=study.STUDY, cell=cell.parts, common=common, code=code,
                                          machine={k: host.get(k) for k in MACHINE_KEY},
-                                         server=plan.identity, systems=systems)))
+                                         server=plan.identity, systems=systems,
+                                         after=[out[i][2] for i in cell.after])))
     return out
 
 
@@ -212,6 +215,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                     if cached is not None and all(v is not None for v in cached.values()):
                         for t, df in cached.items():
                             frames[t].append(df)
+                        study.reused(params, cell, cached, state)  # a later cell may build on it
                         reused += 1
                         pbar.update(cell.steps)
                         continue

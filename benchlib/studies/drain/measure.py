@@ -329,6 +329,10 @@ def failed(p: Params, cell: Cell, reason: str) -> Rows:
                          "prefill": p.prefill, "sample": 0, "warmup": False, "error": reason}]}
 
 
+def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
+    """Nothing carries from one cell to the next in this study."""
+
+
 async def finish(p: Params, target: Any, state: dict) -> None:
     """Drop the queue's tables: on a server that is not ours, nothing of the study stays behind.
 

@@ -375,6 +375,10 @@ def failed(p: Params, cell: Cell, reason: str) -> Rows:
     return {"samples": [{**row, "sample": 0, "warmup": False, "jobs": cell.parts["jobs"]}]}
 
 
+def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
+    """Nothing carries from one cell to the next in this study."""
+
+
 async def finish(p: Params, target: Any, state: dict) -> None:
     """On a user's server (DSN) drop what the designs created; ours go with everything in them."""
     if target.kind != "dsn":

@@ -615,6 +615,10 @@ def failed(p: Params, cell: Cell, reason: str) -> Rows:
     return {"phases": [{"phase": phase, "error": reason, "target_rate": p.rate} for phase in PHASES]}
 
 
+def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
+    """Nothing carries from one cell to the next in this study."""
+
+
 async def finish(p: Params, server: PgServer, state: dict) -> None:
     if "bystanders" in state:
         await _drop_database(server, BYSTANDER_DB)

@@ -1,0 +1,638 @@
+"""The capacity study: the largest rate a system keeps up with, as a bracket, counted by seq.
+
+Why: people choose a queue by the rate it sustains at an acceptable latency, not by how
+fast it drains a backlog. Published answers either call one run at a hand-picked rate
+sustainable (Namastack's criterion: producer on target, backlog slope, backlog at the
+end; no interval, no search) or report a peak from a depth-target producer with no
+criterion (hardbyte's), where several peaks are the system's own settings. Here
+(METHOD.md, "capacity"):
+
+A **step** at rate r, on fresh state (the system installed anew, VACUUM ANALYZE,
+CHECKPOINT; on PostgreSQL the warm-up ends with an ANALYZE of the filling tables,
+which a queue that runs for good gets from autovacuum: statistics of an empty table
+make the server cache generic plans that scan the whole table, e.g. for
+`id = ANY($1)`, and those plans stay until the next ANALYZE invalidates them):
+open-loop producers (workload/pacing.py: every job has an intended instant;
+latency is measured from it) and C consumers running the whole time (pull: the
+harness's driver; worker: the library's own workers in continuous mode); a warm-up;
+then a measured window in which the backlog (acknowledged - handled, exact, from the
+ledger) is read every second; then the producers stop, the rest drains, and every
+seq is reconciled. The step **passes** when
+- the producers held their schedule: achieved >= 0.99 r (else it is *producer-bound*:
+  the harness, not the system, set the limit, and the search stops there);
+- the upper 95 % bound of the backlog's least-squares slope over the window is
+  <= max(1 % of r, 5 jobs/s); an interval that straddles it is *inconclusive* and the
+  step is repeated once (still inconclusive: counted as a failure, and said);
+- the largest backlog in the window is <= 2 s x r;
+- nothing was lost, the drain finished, and nothing failed.
+
+The **search** starts at a quarter of the drain study's rate for the same system,
+consumers and batch (its published data; else `start_rate`), doubles until a step
+fails, bisects (geometric mean) until fail / pass <= 1 + precision, then confirms: the
+last pass held `confirm_factor` times longer must pass and 1.1 x it must fail. Each
+later round (`rounds`, systems in reversed order) repeats the confirmation at the first
+round's bracket, so the spread between rounds is shown. A pickup step at a low rate
+shows what an idle queue's wake-up costs (a polling interval, LISTEN/NOTIFY).
+
+Per step also: end-to-end latency exact over every job, the wait-event mix of the
+server's client backends, SQL cost per job (pg_stat_statements), WAL bytes per job
+(pg_stat_wal), the CPU the harness and the server spent per job, and each system's
+throughput-bounding settings (poll interval, fetch size, ...) as it ran them.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from benchlib import params as check
+from benchlib import outputs, queues
+from benchlib.errors import BenchError, failure_reason
+from benchlib.measure import CpuMeter, now_ns, percentiles_ms
+from benchlib.provision import BACKENDS
+from benchlib.queues.base import run_sql
+from benchlib.results import Schema, load_profile, measured, utc_now
+from benchlib.runner import Cell, Rows
+from benchlib.workload import drivers, pacing, sampler
+from benchlib.workload.ledger import Ledger, Reconciled
+
+STUDY = "capacity"
+AXES = ("systems", "consumers")
+POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
+PASS_ACHIEVED = 0.99
+SLOPE_SHARE, SLOPE_FLOOR = 0.01, 5.0
+BACKLOG_S = 2.0
+OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
+STATEMENTS = "pg_stat_statements"
+
+
+@dataclass(frozen=True)
+class Params:
+    backend: str = "postgres"
+    systems: tuple[str, ...] = ("skip_locked",)
+    consumers: tuple[int, ...] = (4,)
+    batch: int | None = None  # None: the system's best batch in the drain study, else its default fetch size
+    producers: int = 2
+    start_rate: float = 200.0  # where no drain result says better (jobs/s)
+    drain_profile: str | None = "standard"  # whose published drain data give each search's start
+    warmup_s: float = 3.0
+    window_s: float = 15.0
+    drain_timeout_s: float = 15.0
+    precision: float = 0.10
+    confirm_factor: float = 3.0
+    max_steps: int = 14
+    max_rate: float = 100_000.0
+    rounds: int = 1
+    pickup_rate: float = 10.0  # jobs/s of the low-rate step (0: none)
+    pickup_s: float = 5.0
+    settings: dict[str, str] = field(default_factory=dict)
+    pg_major: int | None = None
+
+    def __post_init__(self) -> None:
+        backend = check.one_of("backend", self.backend, BACKENDS)
+        fixed = {
+            "backend": backend,
+            "systems": check.names("systems", self.systems, queues.designs_on(backend)),
+            "consumers": check.positive_ints("consumers", self.consumers),
+            "batch": None if self.batch is None else check.positive_int("batch", self.batch),
+            "producers": check.positive_int("producers", self.producers),
+            "start_rate": check.positive_float("start_rate", self.start_rate),
+            "warmup_s": check.positive_float("warmup_s", self.warmup_s),
+            "window_s": check.positive_float("window_s", self.window_s),
+            "drain_timeout_s": check.positive_float("drain_timeout_s", self.drain_timeout_s),
+            "precision": check.positive_float("precision", self.precision),
+            "confirm_factor": check.positive_float("confirm_factor", self.confirm_factor),
+            "max_steps": check.positive_int("max_steps", self.max_steps),
+            "max_rate": check.positive_float("max_rate", self.max_rate),
+            "rounds": check.positive_int("rounds", self.rounds),
+            "pickup_rate": float(self.pickup_rate) if self.pickup_rate == 0 else
+            check.positive_float("pickup_rate", self.pickup_rate),
+            "pickup_s": check.positive_float("pickup_s", self.pickup_s),
+            "settings": check.settings("settings", self.settings),
+            "pg_major": check.pg_major(self.pg_major, backend),
+        }
+        if fixed["window_s"] < 5:
+            raise BenchError(f"window_s must be >= 5 (a slope needs points at 1 s resolution), "
+                             f"got {fixed['window_s']:g}")
+        if fixed["window_s"] < fixed["warmup_s"]:
+            raise BenchError(f"window_s ({fixed['window_s']:g}) is shorter than warmup_s ({fixed['warmup_s']:g}): "
+                             "the measured window must be the longer part of a step")
+        if fixed["start_rate"] > fixed["max_rate"]:
+            raise BenchError(f"start_rate ({fixed['start_rate']:g}) is above max_rate ({fixed['max_rate']:g})")
+        for name, value in fixed.items():
+            object.__setattr__(self, name, value)
+
+
+STEPS: Schema = {
+    "backend": (pl.String, "provision backend"),
+    "system": (pl.String, "system under test (queues.QUEUES)"),
+    "kind": (pl.String, "pull | worker"),
+    "consumers": (pl.Int64, "consumers (pull: harness connections; worker: the library's concurrency)"),
+    "batch": (pl.Int64, "fetch size (pull: dequeue batch; worker: the library's fetch setting, null if none)"),
+    "round": (pl.Int64, "0: the search; later rounds repeat the confirmation, systems in reversed order"),
+    "start_rate": (pl.Float64, "where the cell's search began (jobs/s)"),
+    "start_from": (pl.String, "drain study (a quarter of its rate for the cell) | start_rate"),
+    "step": (pl.Int64, "0-based step index within the cell"),
+    "purpose": (pl.String, "search | confirm_long | confirm_over | pickup | repeat (an inconclusive step again)"),
+    "rate": (pl.Float64, "offered rate (jobs/s)"),
+    "window_s": (pl.Float64, "measured window"),
+    "achieved": (pl.Float64, "jobs acknowledged in the window / window_s"),
+    "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
+    "slope": (pl.Float64, "least-squares slope of the backlog over the window (jobs/s per s)"),
+    "slope_hi": (pl.Float64, "upper bound of the slope's 95 % interval"),
+    "slope_lo": (pl.Float64, "lower bound of the slope's 95 % interval"),
+    "slope_limit": (pl.Float64, "max(1 % of rate, 5)"),
+    "backlog_max": (pl.Int64, "largest backlog in the window (jobs, 1 s resolution)"),
+    "backlog_limit": (pl.Float64, "2 s x rate"),
+    "verdict": (pl.String, "pass | fail | inconclusive | producer-bound"),
+    "reason": (pl.String, "why it did not pass (null when it did)"),
+    "e2e_p50_ms": (pl.Float64, "intended instant -> handled, exact over every job of the window"),
+    "e2e_p99_ms": (pl.Float64, ""),
+    "e2e_max_ms": (pl.Float64, ""),
+    "pickup_p50_ms": (pl.Float64, "acknowledged -> handled (what an idle queue's wake-up costs)"),
+    "pickup_p99_ms": (pl.Float64, ""),
+    "enqueued": (pl.Int64, "jobs acknowledged in the whole step"),
+    "lost": (pl.Int64, "acknowledged and never handled (null when the drain did not finish)"),
+    "duplicates": (pl.Int64, "handled more than once"),
+    "undrained": (pl.Int64, "still waiting when the drain timed out"),
+    "client_cpu_us_per_job": (pl.Float64, "the harness's process, per job handled in the window (OS count)"),
+    "server_cpu_us_per_job": (pl.Float64, "the server's processes, per job handled in the window"),
+    "sql_calls_per_job": (pl.Float64, "statements executed per job in the window (pg_stat_statements)"),
+    "sql_ms_per_job": (pl.Float64, "their execution time per job"),
+    "wal_bytes_per_job": (pl.Float64, "WAL written per job in the window (pg_stat_wal)"),
+    "wait_events": (pl.String, "JSON: share of the client backends' 10 Hz census per bucket in the window"),
+    "settings": (pl.String, "JSON: the system's throughput-bounding settings as it ran"),
+    "error": (pl.String, "why the step failed to run (null when it ran)"),
+    "started_at": (pl.String, "UTC"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+RESULTS: Schema = {
+    "backend": (pl.String, ""),
+    "system": (pl.String, ""),
+    "kind": (pl.String, ""),
+    "consumers": (pl.Int64, ""),
+    "batch": (pl.Int64, ""),
+    "round": (pl.Int64, ""),
+    "start_rate": (pl.Float64, "where the search began"),
+    "start_from": (pl.String, "drain study | start_rate"),
+    "passed": (pl.Float64, "the bracket's lower end: the highest rate that passed (null: none did)"),
+    "failed": (pl.Float64, "its upper end: the lowest rate that failed (null: none did up to max_rate)"),
+    "confirmed": (pl.Boolean, "the long pass passed and 1.1 x failed"),
+    "bound": (pl.String, "what ended the search: bracket | producer-bound | max_rate | max_steps | nothing passed"),
+    "p99_100ms": (pl.Float64, "highest passing rate whose e2e p99 <= 100 ms"),
+    "p99_1s": (pl.Float64, "highest passing rate whose e2e p99 <= 1 s"),
+    "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency"),
+    "steps": (pl.Int64, "steps run"),
+    "settings": (pl.String, "JSON: the system's throughput-bounding settings"),
+    "error": (pl.String, "why the cell failed (null when it did not)"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+TABLES = {"steps": STEPS, "results": RESULTS}
+
+
+# --- the verdict (pure, unit-tested) --------------------------------------------------------
+
+def slope_interval(backlog: np.ndarray) -> tuple[float, float, float]:
+    """(slope, lo, hi): the backlog's least-squares slope per second and its 95 % interval."""
+    t = np.arange(len(backlog), dtype=float)
+    if len(backlog) < 3:
+        return math.nan, -math.inf, math.inf
+    fit = stats.linregress(t, backlog.astype(float))
+    half = stats.t.ppf(0.975, len(backlog) - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
+
+
+def verdict(rate: float, achieved: float, slope: tuple[float, float, float], backlog_max: int, lost: int | None,
+            error: str | None) -> tuple[str, str | None]:
+    """pass | fail | inconclusive | producer-bound, and why it is not a pass."""
+    if error:
+        return "fail", error
+    if achieved < PASS_ACHIEVED * rate:
+        return "producer-bound", f"the producers sent {achieved:,.0f} of {rate:,.0f} jobs/s"
+    limit = max(SLOPE_SHARE * rate, SLOPE_FLOOR)
+    _, lo, hi = slope
+    if backlog_max > BACKLOG_S * rate:
+        return "fail", f"the backlog reached {backlog_max:,} jobs, more than {BACKLOG_S:g} s of production"
+    if lo > limit:
+        return "fail", f"the backlog grew {slope[0]:,.1f} jobs/s (interval {lo:,.1f} to {hi:,.1f})"
+    if lost is None:
+        return "fail", "the backlog did not drain after the producers stopped"
+    if lost:
+        return "fail", f"{lost:,} job(s) lost"
+    if hi <= limit:
+        return "pass", None
+    return "inconclusive", f"the backlog's slope interval {lo:,.1f} to {hi:,.1f} jobs/s straddles {limit:,.1f}"
+
+
+@dataclass
+class Search:
+    """The bracket search's state: the highest pass and the lowest fail so far."""
+
+    start: float
+    precision: float
+    max_rate: float
+    passed: float | None = None
+    failed: float | None = None
+    bound: str | None = None
+
+    def next_rate(self) -> float | None:
+        """The next rate to try, or None when the bracket is tight (or cannot be found)."""
+        if self.bound:
+            return None
+        if self.passed is None and self.failed is None:
+            return self.start
+        if self.failed is None:
+            nxt = self.passed * 2
+            if nxt > self.max_rate:
+                self.bound = "max_rate"
+                return None
+            return nxt
+        if self.passed is None:
+            nxt = self.failed / 2
+            if nxt < 1:
+                self.bound = "nothing passed"
+                return None
+            return nxt
+        if self.failed / self.passed <= 1 + self.precision:
+            self.bound = "bracket"
+            return None
+        return math.sqrt(self.passed * self.failed)
+
+    def record(self, rate: float, outcome: str) -> None:
+        if outcome == "pass":
+            self.passed = max(self.passed or 0.0, rate)
+        elif outcome == "producer-bound":
+            self.failed, self.bound = rate, "producer-bound"
+        else:
+            self.failed = min(self.failed or math.inf, rate)
+
+
+# --- one step --------------------------------------------------------------------------------
+
+@dataclass
+class StepPlan:
+    rate: float
+    seconds: float
+    purpose: str
+
+
+async def _fresh(target: Any, system: Any) -> Any:
+    """The system installed anew, statistics fresh and a checkpoint behind it (a pull system's
+    admin connection is returned for its producers' use; worker systems have their session)."""
+    if system.kind == "pull":
+        conn = await system.connect(target)
+        try:
+            await system.install(conn)
+            await system.settle(conn)
+        finally:
+            await conn.close()
+    if target.backend == "postgres":
+        await run_sql(target, f"CREATE EXTENSION IF NOT EXISTS {STATEMENTS}", "VACUUM ANALYZE", "CHECKPOINT")
+
+
+async def _server_counters(conn: Any) -> dict[str, float]:
+    """Statements run and their time (pg_stat_statements, when loaded) and WAL written so far."""
+    out = {"wal_bytes": float(await conn.fetchval("SELECT wal_bytes FROM pg_stat_wal"))}
+    if await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname = $1", STATEMENTS):
+        row = await conn.fetchrow("SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(total_exec_time), 0) AS ms "
+                                  "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+                                  "WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat%'")
+        out |= {"calls": float(row["calls"]), "ms": float(row["ms"])}
+    return out
+
+
+async def run_step(target: Any, system: Any, consumers: int, batch: int | None, plan: StepPlan, p: Params,
+                   settings: dict) -> dict[str, Any]:
+    """One step: fresh state, producers at plan.rate, warm-up, window, drain, reconcile, verdict."""
+    await _fresh(target, system)
+    worker = system.kind == "worker"
+    ledger = Ledger(by_seq=worker)
+    stop_producing, stop_consumers = asyncio.Event(), asyncio.Event()
+    out = pacing.Producers()
+    conns: list[Any] = []
+    tasks: list[asyncio.Task] = []
+    session_cm = system.session(target) if worker else None
+    session = await session_cm.__aenter__() if worker else None
+    postgres = target.backend == "postgres"
+    stats_conn = await sampler.connect(target) if postgres else None
+    try:
+        if worker:
+            handled = drivers.worker_handler(ledger)
+            tasks.append(asyncio.create_task(session.work(consumers, batch, handled, stop_consumers, True)))
+            enqueue = [session.enqueue_many] * p.producers
+        else:
+            conns = await asyncio.gather(*(system.connect(target, "consumer") for _ in range(consumers)))
+            tasks += [asyncio.create_task(drivers.pull(system, c, batch or 1, ledger, drivers.Ops(),
+                                                       stop_consumers.is_set, pause_s=POLL_S)) for c in conns]
+            producers = await asyncio.gather(*(system.connect(target, "producer") for _ in range(p.producers)))
+            conns += producers
+            enqueue = [lambda payloads, c=c: system.enqueue_many(c, payloads) for c in producers]
+        await asyncio.sleep(0.2)  # consumers connected and polling before the first job is due
+        start = now_ns()
+        producing = [asyncio.create_task(pacing.produce(enqueue[j], ledger, plan.rate / p.producers, start,
+                                                        stop_producing, out, j / p.producers))
+                     for j in range(p.producers)]
+        async with _census(target, postgres) as census:
+            await asyncio.sleep(p.warmup_s)
+            _raise_failed(producing + tasks)
+            if postgres:  # what autovacuum would have done by now in a queue that runs for good
+                await stats_conn.execute("ANALYZE")
+            census.take()
+            if postgres:
+                await stats_conn.execute(f"SELECT {STATEMENTS}_reset()")
+            before = await _server_counters(stats_conn) if postgres else {}
+            cpu = CpuMeter(target.server_pid).start()
+            window_start = now_ns()
+            handled_before = len(ledger.handled_keys)
+            await asyncio.sleep(plan.seconds)
+            window_end = now_ns()
+            handled_in_window = len(ledger.handled_keys) - handled_before
+            costs = cpu.stop(handled_in_window)
+            after = await _server_counters(stats_conn) if postgres else {}
+            waits = census.take()
+        stop_producing.set()
+        await asyncio.gather(*producing)
+        # the rest drains, and every seq is reconciled; a window that already failed on its
+        # backlog is not worth the wait (its lost count is then not assessed: null)
+        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if _window_holds(ledger, plan, window_start,
+                                                                            window_end) else now_ns()
+        while ledger.distinct < ledger.acknowledged and now_ns() < deadline:
+            _raise_failed(tasks)
+            await asyncio.sleep(0.02)
+        drained = ledger.distinct >= ledger.acknowledged
+    finally:
+        stop_producing.set()
+        stop_consumers.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if worker:
+            await session_cm.__aexit__(None, None, None)
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        if stats_conn is not None:
+            await stats_conn.close()
+    for t in tasks:
+        if t.done() and not t.cancelled() and t.exception() is not None:
+            raise t.exception()
+    rec = ledger.reconcile()
+    return _judge(rec, plan, window_start, window_end, out, costs, before, after, waits, drained, handled_in_window)
+
+
+def _window_holds(ledger: Ledger, plan: StepPlan, start: int, end: int) -> bool:
+    """Whether the window could pass on its backlog alone (so draining the rest is worth it)."""
+    backlog_series = ledger.reconcile().backlog_at(start + np.arange(0, int((end - start) / 1e9) + 1) * 1_000_000_000)
+    _, lo, _ = slope_interval(backlog_series)
+    return backlog_series.max() <= BACKLOG_S * plan.rate and lo <= max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR)
+
+
+def _raise_failed(tasks: list[asyncio.Task]) -> None:
+    for t in tasks:
+        if t.done() and not t.cancelled() and t.exception() is not None:
+            raise t.exception()
+
+
+class _census:
+    """The wait-event census on PostgreSQL; nothing elsewhere."""
+
+    def __init__(self, target: Any, on: bool) -> None:
+        self.inner = sampler.WaitEvents(target) if on else None
+
+    async def __aenter__(self) -> Any:
+        if self.inner is not None:
+            return await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.inner is not None:
+            await self.inner.__aexit__(*exc)
+
+    def take(self) -> dict[str, Any]:
+        return {"ticks": 0, "shares": {}}
+
+
+def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, out: pacing.Producers,
+           costs: dict, before: dict, after: dict, waits: dict, drained: bool, handled: int) -> dict[str, Any]:
+    seconds = (window_end - window_start) / 1e9
+    acked = rec.acked_ns
+    achieved = int(np.count_nonzero((acked >= window_start) & (acked < window_end))) / seconds
+    instants = window_start + np.arange(0, int(seconds) + 1) * 1_000_000_000
+    backlog_series = rec.backlog_at(instants)
+    slope = slope_interval(backlog_series)
+    lost = rec.lost if drained else None
+    in_window = (rec.intended_ns >= window_start) & (rec.intended_ns < window_end)
+    latency = rec.first_ns[in_window] - rec.intended_ns[in_window]
+    latency = latency[rec.first_ns[in_window] >= 0]
+    pickup = rec.first_ns[in_window] - rec.acked_ns[in_window]
+    pickup = pickup[rec.first_ns[in_window] >= 0]
+    outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None)
+    per = 1.0 / handled if handled else None
+    e2e = percentiles_ms(latency, "e2e")
+    pick = percentiles_ms(pickup, "pickup")
+    return {
+        "rate": plan.rate, "window_s": seconds, "achieved": achieved,
+        "lag_p99_ms": float(np.percentile(np.frombuffer(out.lag_ns, np.int64), 99) / 1e6) if out.lag_ns else None,
+        "slope": slope[0], "slope_lo": slope[1], "slope_hi": slope[2],
+        "slope_limit": max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR),
+        "backlog_max": int(backlog_series.max()), "backlog_limit": BACKLOG_S * plan.rate,
+        "verdict": outcome, "reason": reason,
+        "e2e_p50_ms": e2e["e2e_p50_ms"], "e2e_p99_ms": e2e["e2e_p99_ms"], "e2e_max_ms": e2e["e2e_max_ms"],
+        "pickup_p50_ms": pick["pickup_p50_ms"], "pickup_p99_ms": pick["pickup_p99_ms"],
+        "enqueued": rec.enqueued, "lost": lost, "duplicates": rec.duplicates,
+        "undrained": 0 if drained else rec.enqueued - rec.distinct,
+        **costs,
+        "sql_calls_per_job": (after["calls"] - before["calls"]) * per if per and "calls" in after else None,
+        "sql_ms_per_job": (after["ms"] - before["ms"]) * per if per and "ms" in after else None,
+        "wal_bytes_per_job": (after["wal_bytes"] - before["wal_bytes"]) * per if per and after else None,
+        "wait_events": json.dumps({k: round(v, 4) for k, v in waits["shares"].items()}),
+    }
+
+
+# --- one cell: a search, or a later round's confirmation --------------------------------------
+
+DEFAULT_BATCH = 10
+
+
+def drain_reference(p: Params) -> dict[tuple[str, int], tuple[int, float]]:
+    """From the drain study's published data (its files, not its code): per system and
+    consumers on this backend, the best batch and its mean jobs/s."""
+    if p.drain_profile is None:
+        return {}
+    where = outputs.for_profile(p.drain_profile).data_dir
+    out: dict[tuple[str, int], tuple[int, float]] = {}
+    for system in p.systems:
+        try:
+            df, _ = load_profile(where, "drain", p.drain_profile, "samples", stem=f"{p.backend}__{system}")
+        except BenchError:
+            continue
+        if df is None or not measured(df).height:
+            continue
+        means = measured(df).group_by("consumers", "batch_size").agg(pl.col("throughput_jobs_s").mean())
+        for c in p.consumers:
+            mine = means.filter(pl.col("consumers") == c).sort("throughput_jobs_s", descending=True)
+            if mine.height:
+                out[(system, c)] = (int(mine["batch_size"][0]), float(mine["throughput_jobs_s"][0]))
+    return out
+
+
+def plan_cell(p: Params, system: str, consumers: int, reference: dict) -> dict[str, Any]:
+    """The batch a cell runs at (the profile's, else the drain study's best for these consumers,
+    else DEFAULT_BATCH; none for a library without a fetch setting) and where its search starts
+    (a quarter of the drain study's rate, else start_rate)."""
+    cls = queues.QUEUES[system]
+    best = reference.get((system, consumers))
+    if cls.kind == "worker" and not cls.batch_setting:
+        batch = None
+    else:
+        batch = p.batch if p.batch is not None else (best[0] if best else DEFAULT_BATCH)
+    start = min(p.max_rate, max(1.0, round(best[1] / 4))) if best else p.start_rate
+    return {"batch": batch, "start_rate": start, "start_from": "drain study" if best else "start_rate"}
+
+
+def _settings_of(system: Any, consumers: int, batch: int | None) -> dict:
+    if system.kind == "pull":
+        return {"consumers": consumers, "batch_jobs": batch, "empty_poll_pause_ms": POLL_S * 1000}
+    return dict(system.settings(consumers, batch))
+
+
+async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    name, consumers, rnd = cell.parts["system"], cell.parts["consumers"], cell.parts["round"]
+    system = queues.get(name, p.backend)
+    batch = cell.parts["batch"]
+    settings = _settings_of(system, consumers, batch)
+    base = {"backend": p.backend, "kind": system.kind}
+    rows: list[dict] = []
+
+    async def attempt(plan: StepPlan) -> str:
+        for again in (False, True):
+            row = {**base, "step": len(rows), "purpose": "repeat" if again else plan.purpose,
+                   "settings": json.dumps(settings, sort_keys=True), "started_at": utc_now()}
+            try:
+                row |= await run_step(target, system, consumers, batch, plan, p, settings)
+            except Exception as err:  # a failed step is a failed step, kept with its reason
+                row |= {"rate": plan.rate, "window_s": plan.seconds, "verdict": "fail",
+                        "error": failure_reason(err), "reason": failure_reason(err)}
+            rows.append(row)
+            step(f"{plan.purpose} {plan.rate:,.0f}/s {row['verdict']}")
+            if row["verdict"] != "inconclusive":
+                return row["verdict"]
+        return "fail"  # inconclusive twice: not shown to keep up
+
+    key = (name, consumers)
+    if rnd == 0:
+        search = Search(cell.parts["start_rate"], p.precision, p.max_rate)
+        while (rate := search.next_rate()) is not None and len(rows) < p.max_steps:
+            search.record(rate, await attempt(StepPlan(rate, p.window_s, "search")))
+        if search.bound is None:
+            search.bound = "max_steps"
+        state.setdefault("brackets", {})[key] = (search.passed, search.failed, search.bound)
+    else:
+        passed, failed, bound = state.get("brackets", {}).get(key, (None, None, "nothing passed"))
+        search = Search(0.0, p.precision, p.max_rate, passed, failed, bound)
+    confirmed = None
+    if search.passed and search.bound == "bracket":
+        long_ok = await attempt(StepPlan(search.passed, p.window_s * p.confirm_factor, "confirm_long")) == "pass"
+        over_fails = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over")) != "pass"
+        confirmed = long_ok and over_fails
+    pickup = None
+    if rnd == 0 and p.pickup_rate:
+        await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))
+        pickup = rows[-1].get("pickup_p50_ms")
+    passing = [r for r in rows if r["verdict"] == "pass" and r["purpose"] != "pickup"]
+
+    def best_under(limit_ms: float) -> float | None:
+        ok = [r["rate"] for r in passing if (r.get("e2e_p99_ms") or math.inf) <= limit_ms]
+        return max(ok) if ok else None
+
+    result = {**base, "passed": search.passed,
+              "failed": search.failed, "confirmed": confirmed, "bound": search.bound,
+              "p99_100ms": best_under(100.0), "p99_1s": best_under(1000.0), "pickup_p50_ms": pickup,
+              "steps": len(rows), "settings": json.dumps(settings, sort_keys=True)}
+    return {"steps": rows, "results": [result]}
+
+
+def reused(p: Params, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) -> None:
+    """A round-0 cell served from the cache still hands its bracket to the later rounds."""
+    results = tables.get("results")
+    if cell.parts["round"] == 0 and results is not None and results.height:
+        r = results.row(0, named=True)
+        state.setdefault("brackets", {})[(cell.parts["system"], cell.parts["consumers"])] = (
+            r["passed"], r["failed"], r["bound"])
+
+
+# --- what the runner needs (runner.Study) ---------------------------------------------
+
+def stem(p: Params) -> str:
+    return p.backend
+
+
+def backend(p: Params) -> str:
+    return p.backend
+
+
+def settings(p: Params) -> dict[str, str]:
+    if p.backend != "postgres":
+        return p.settings
+    # SQL cost per job needs the statement statistics loaded at start (a restart-only setting)
+    return {"shared_preload_libraries": STATEMENTS, **p.settings}
+
+
+def connections(p: Params) -> int:
+    extra = max(getattr(queues.QUEUES[s], "extra_connections", 0) for s in p.systems)
+    return max(p.consumers) + p.producers + extra + 4  # + sampler, census, admin, spare
+
+
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {s: queues.describe(s) for s in p.systems}
+
+
+def max_jobs(p: Params) -> int:
+    """The most one step can enqueue: max_rate for the longest window, warm-up included."""
+    return int(p.max_rate * (p.warmup_s + p.window_s * p.confirm_factor))
+
+
+def cells(p: Params) -> list[Cell]:
+    """Round 0 (the searches) in the profile's order, each later round reversed from the one
+    before, so no system always runs first or last; a later round's cell depends on round 0's."""
+    out: list[Cell] = []
+    order = [(s, c) for s in p.systems for c in p.consumers]
+    reference = drain_reference(p)
+    for rnd in range(p.rounds):
+        for s, c in (order if rnd % 2 == 0 else order[::-1]):
+            steps = p.max_steps + 3 if rnd == 0 else 2
+            after = () if rnd == 0 else (order.index((s, c)),)
+            out.append(Cell({"system": s, "consumers": c, "round": rnd, **plan_cell(p, s, c, reference)},
+                            (__file__, *queues.code_files(s)), steps=steps, after=after))
+    return out
+
+
+async def finish(p: Params, target: Any, state: dict) -> None:
+    """On a user's server (DSN) nothing of the study stays behind."""
+    if getattr(target, "kind", None) != "dsn":
+        return
+    for name in p.systems:
+        system = queues.get(name, p.backend)
+        if system.kind == "worker":
+            async with system.session(target) as session:
+                await session.uninstall()
+        else:
+            conn = await system.connect(target)
+            try:
+                await system.uninstall(conn)
+            finally:
+                await conn.close()
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    return {"results": [{"backend": p.backend, "kind": queues.QUEUES[cell.parts["system"]].kind, "error": reason}]}
+
+
+__all__ = ["Params", "STUDY", "Search", "StepPlan", "run_step", "slope_interval", "verdict"]

@@ -195,6 +195,9 @@ class Store:
         except BenchError:
             return set()
 
+    def partial_path(self, key: str) -> Path:
+        return self.cells / f"{key}.partial.json"
+
     def put_cell(self, key: str, df: pl.DataFrame, table: str = "") -> None:
         write_parquet(df, self._cell_path(key, table))
 
@@ -230,6 +233,31 @@ def failure_reasons(tables: Mapping[str, pl.DataFrame | None], most: int = 3) ->
         return []
     counted = pl.concat(errors).value_counts(sort=True).rows()
     return [reason if len(reason) <= 200 else reason[:197] + "..." for reason, _ in counted[:most]]
+
+
+class CellResume:
+    """The finished steps of a cell that is still running, kept so that an interrupted run picks
+    the cell up where it stopped (a capacity search's steps take minutes). Without a store
+    (a notebook in memory) it keeps nothing."""
+
+    def __init__(self, store: Store | None, key: str) -> None:
+        self.path = store.partial_path(key) if store is not None else None
+
+    def load(self) -> list[dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return []
+        try:
+            return list(json.loads(self.path.read_text()))
+        except (ValueError, OSError):
+            return []  # a damaged partial file: those steps are measured again
+
+    def save(self, rows: list[dict[str, Any]]) -> None:
+        if self.path is not None:
+            write_json(rows, self.path)
+
+    def clear(self) -> None:
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 def measured(df: pl.DataFrame) -> pl.DataFrame:

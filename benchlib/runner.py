@@ -37,7 +37,7 @@ from benchlib.progress import bar, record
 from benchlib.provision import backend as get_backend
 from benchlib.provision import binaries
 from benchlib.provenance import MACHINE_KEY, CpuShare, git_info, machine, package_versions
-from benchlib.results import Schema, Store, cell_key, code_version, frame, new_run_id, read_json, utc_now
+from benchlib.results import CellResume, Schema, Store, cell_key, code_version, frame, new_run_id, read_json, utc_now
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         pbar.update(advance)
 
                     before, cell_cpu = pbar.n, CpuShare()
+                    state["resume"] = CellResume(store, key)  # a long cell's finished steps, across an interrupt
                     try:
                         rows = await study.measure(params, cell, target, state, step)
                     except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
@@ -238,6 +239,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         if store is not None:
                             store.put_cell(key, df, t)
                         frames[t].append(df)
+                    state["resume"].clear()
             finally:
                 await study.finish(params, target, state)
         # the disk's limit, for a database on this machine only (pg_test_fsync from the server's own

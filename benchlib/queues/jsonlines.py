@@ -175,6 +175,13 @@ class JsonLinesSystem:
     batch_setting: ClassVar[str | None] = "the adapter's fetch size"
     extra_connections: ClassVar[int] = 1  # the adapter's own connection for install and enqueue
     command: ClassVar[list[str]]
+    tables: ClassVar[tuple[str, ...]] = ()
+    control_tables: ClassVar[tuple[str, ...]] = ()
+    hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
+
+    def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
+        """What bounds its throughput, as the adapter's hello said (known once one has started)."""
+        return {"workers": concurrency, "batch_jobs": batch, **type(self).hello.get("settings", {})}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Adapter]:
@@ -188,6 +195,7 @@ class JsonLinesSystem:
         adapter = Adapter(proc)
         try:
             await adapter.start()
+            type(self).hello = adapter.hello
             yield adapter
         finally:
             await asyncio.shield(adapter.close())

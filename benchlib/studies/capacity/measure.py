@@ -208,6 +208,8 @@ def slope_interval(backlog: np.ndarray) -> tuple[float, float, float]:
     t = np.arange(len(backlog), dtype=float)
     if len(backlog) < 3:
         return math.nan, -math.inf, math.inf
+    if np.all(backlog == backlog[0]):  # a flat backlog: no slope, and no doubt about it
+        return 0.0, 0.0, 0.0
     fit = stats.linregress(t, backlog.astype(float))
     half = stats.t.ppf(0.975, len(backlog) - 2) * fit.stderr
     return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
@@ -287,10 +289,12 @@ class StepPlan:
     purpose: str
 
 
-async def _fresh(target: Any, system: Any) -> Any:
-    """The system installed anew, statistics fresh and a checkpoint behind it (a pull system's
-    admin connection is returned for its producers' use; worker systems have their session)."""
-    if system.kind == "pull":
+async def _fresh(target: Any, system: Any, session: Any = None) -> None:
+    """The system installed anew (a worker system through its session), statistics fresh and a
+    checkpoint behind it."""
+    if session is not None:
+        await session.install()
+    else:
         conn = await system.connect(target)
         try:
             await system.install(conn)
@@ -312,10 +316,9 @@ async def _server_counters(conn: Any) -> dict[str, float]:
     return out
 
 
-async def run_step(target: Any, system: Any, consumers: int, batch: int | None, plan: StepPlan, p: Params,
-                   settings: dict) -> dict[str, Any]:
+async def run_step(target: Any, system: Any, consumers: int, batch: int | None, plan: StepPlan,
+                   p: Params) -> dict[str, Any]:
     """One step: fresh state, producers at plan.rate, warm-up, window, drain, reconcile, verdict."""
-    await _fresh(target, system)
     worker = system.kind == "worker"
     ledger = Ledger(by_seq=worker)
     stop_producing, stop_consumers = asyncio.Event(), asyncio.Event()
@@ -325,8 +328,10 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
     session_cm = system.session(target) if worker else None
     session = await session_cm.__aenter__() if worker else None
     postgres = target.backend == "postgres"
-    stats_conn = await sampler.connect(target) if postgres else None
+    stats_conn = None
     try:
+        await _fresh(target, system, session)
+        stats_conn = await sampler.connect(target) if postgres else None
         if worker:
             handled = drivers.worker_handler(ledger)
             tasks.append(asyncio.create_task(session.work(consumers, batch, handled, stop_consumers, True)))
@@ -507,22 +512,31 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     name, consumers, rnd = cell.parts["system"], cell.parts["consumers"], cell.parts["round"]
     system = queues.get(name, p.backend)
     batch = cell.parts["batch"]
-    settings = _settings_of(system, consumers, batch)
     base = {"backend": p.backend, "kind": system.kind}
     rows: list[dict] = []
+    resume = state.get("resume")
+    done = resume.load() if resume is not None else []  # steps an interrupted run finished: replayed, not rerun
 
     async def attempt(plan: StepPlan) -> str:
         for again in (False, True):
-            row = {**base, "step": len(rows), "purpose": "repeat" if again else plan.purpose,
-                   "settings": json.dumps(settings, sort_keys=True), "started_at": utc_now()}
-            try:
-                row |= await run_step(target, system, consumers, batch, plan, p, settings)
-            except Exception as err:  # a failed step is a failed step, kept with its reason
-                row |= {"rate": plan.rate, "window_s": plan.seconds, "verdict": "fail",
-                        "error": failure_reason(err), "reason": failure_reason(err)}
+            purpose = "repeat" if again else plan.purpose
+            kept = done[len(rows)] if len(rows) < len(done) else None
+            if kept and kept["purpose"] == purpose and math.isclose(kept["rate"], plan.rate):
+                row = kept
+            else:
+                done.clear()  # the search went another way: nothing further is reusable
+                row = {**base, "step": len(rows), "purpose": purpose, "started_at": utc_now()}
+                try:
+                    row |= await run_step(target, system, consumers, batch, plan, p)
+                except Exception as err:  # a failed step is a failed step, kept with its reason
+                    row |= {"rate": plan.rate, "window_s": plan.seconds, "verdict": "fail",
+                            "error": failure_reason(err), "reason": failure_reason(err)}
+                row["settings"] = json.dumps(_settings_of(system, consumers, batch), sort_keys=True)
             rows.append(row)
+            if resume is not None:
+                resume.save(rows)
             step(f"{plan.purpose} {plan.rate:,.0f}/s {row['verdict']}")
-            if row["verdict"] != "inconclusive":
+            if row["verdict"] != "inconclusive" or plan.purpose == "pickup":  # a pickup step is not judged
                 return row["verdict"]
         return "fail"  # inconclusive twice: not shown to keep up
 
@@ -539,9 +553,13 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         search = Search(0.0, p.precision, p.max_rate, passed, failed, bound)
     confirmed = None
     if search.passed and search.bound == "bracket":
-        long_ok = await attempt(StepPlan(search.passed, p.window_s * p.confirm_factor, "confirm_long")) == "pass"
-        over_fails = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over")) != "pass"
-        confirmed = long_ok and over_fails
+        lo = search.passed
+        long_ok = await attempt(StepPlan(lo, p.window_s * p.confirm_factor, "confirm_long")) == "pass"
+        over = await attempt(StepPlan(lo * OVER, p.window_s, "confirm_over"))
+        confirmed = long_ok and over != "pass"
+        if over == "pass":  # the bracket was too low: its lower end is the higher pass, unconfirmed
+            search.passed = lo * OVER
+            search.failed = max(search.failed, search.passed)
     pickup = None
     if rnd == 0 and p.pickup_rate:
         await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))
@@ -555,7 +573,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     result = {**base, "passed": search.passed,
               "failed": search.failed, "confirmed": confirmed, "bound": search.bound,
               "p99_100ms": best_under(100.0), "p99_1s": best_under(1000.0), "pickup_p50_ms": pickup,
-              "steps": len(rows), "settings": json.dumps(settings, sort_keys=True)}
+              "steps": len(rows), "settings": json.dumps(_settings_of(system, consumers, batch), sort_keys=True)}
     return {"steps": rows, "results": [result]}
 
 

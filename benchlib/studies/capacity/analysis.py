@@ -1,0 +1,164 @@
+"""The capacity study's numbers for people: brackets, latency, cost and wait events (pure).
+
+Everything here reads published rows only (no database, no registry), so it is tested on
+fixture rows and can change without re-measuring anything.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from benchlib.tables import Table, fmt, plural
+
+CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
+KEYS = ["backend", "system", "consumers", "batch"]
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """The sweep summary's accounting: lost and duplicates over every step, failed steps and cells."""
+    steps, results = tables.get("steps"), tables.get("results")
+    if steps is None:
+        return {"lost": 0, "duplicates": 0, "failed": 0}
+    failed = int(steps["error"].is_not_null().sum()) + (int(results["error"].is_not_null().sum())
+                                                        if results is not None else 0)
+    return {"lost": int(steps["lost"].fill_null(0).sum()), "duplicates": int(steps["duplicates"].fill_null(0).sum()),
+            "failed": failed}
+
+
+def ceiling(settings: str | None) -> float | None:
+    """The rate a system's own settings allow (jobs/s), where it declares one."""
+    if not settings:
+        return None
+    value = json.loads(settings).get("ceiling_jobs_s")
+    return float(value) if value else None
+
+
+def brackets(results: pl.DataFrame) -> pl.DataFrame:
+    """One row per system and consumers: round 0's bracket, how many rounds confirmed it, and
+    whether it sits at the ceiling the system's own settings imply."""
+    ok = results.filter(pl.col("error").is_null())
+    if not ok.height:
+        return pl.DataFrame()
+    first = ok.filter(pl.col("round") == 0)
+    rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"),
+                                   pl.col("confirmed").fill_null(False).sum().alias("confirmed_rounds"))
+    out = first.join(rounds, on=KEYS, how="left").with_columns(
+        pl.col("settings").map_elements(ceiling, return_dtype=pl.Float64).alias("ceiling"))
+    return out.with_columns(
+        (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
+        .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
+
+
+def _bracket_text(r: dict) -> str:
+    if r["passed"] is None:
+        return f"none passed (down to {fmt(r['failed'])})" if r["failed"] else "none"
+    if r["bound"] == "producer-bound":
+        return f"≥ {fmt(r['passed'])} (producer-bound at {fmt(r['failed'])})"
+    if r["failed"] is None:
+        return f"≥ {fmt(r['passed'])} ({r['bound']})"
+    return f"{fmt(r['passed'])} – {fmt(r['failed'])}"
+
+
+def table(b: pl.DataFrame) -> Table:
+    rows = []
+    for r in b.iter_rows(named=True):
+        rows.append({
+            "backend": r["backend"], "system": r["system"], "consumers": fmt(r["consumers"]),
+            "batch": fmt(r["batch"]), "sustained jobs/s [pass – fail]": _bracket_text(r),
+            "confirmed": f"{r['confirmed_rounds']} of {r['rounds']}" if r["rounds"] else "–",
+            "p99 ≤ 100 ms": fmt(r["p99_100ms"]), "p99 ≤ 1 s": fmt(r["p99_1s"]),
+            "pickup p50 ms": fmt(r["pickup_p50_ms"], 1),
+            "settings' ceiling": (fmt(r["ceiling"]) + (" (at it)" if r["at_ceiling"] else "")) if r["ceiling"] else "–",
+        })
+    return Table(rows)
+
+
+def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
+    """Per system, at its highest passing rate: what a job costs the client and the server."""
+    rows = []
+    for r in b.iter_rows(named=True):
+        if r["passed"] is None:
+            continue
+        at = steps.filter((pl.col("system") == r["system"]) & (pl.col("backend") == r["backend"])
+                          & (pl.col("consumers") == r["consumers"]) & (pl.col("verdict") == "pass")
+                          & (pl.col("purpose") != "pickup")).sort("rate").tail(1)
+        if not at.height:
+            continue
+        s = at.row(0, named=True)
+        rows.append({"backend": r["backend"], "system": r["system"], "at jobs/s": fmt(s["rate"]),
+                     "client CPU µs/job": fmt(s["client_cpu_us_per_job"]),
+                     "server CPU µs/job": fmt(s["server_cpu_us_per_job"]),
+                     "statements/job": fmt(s["sql_calls_per_job"], 2), "SQL ms/job": fmt(s["sql_ms_per_job"], 3),
+                     "WAL bytes/job": fmt(s["wal_bytes_per_job"])})
+    return Table(rows)
+
+
+def wait_mix(steps: pl.DataFrame, b: pl.DataFrame, top: int = 4) -> Table:
+    """The server's client backends at 50 % and 90 % of each capacity and at its first failing rate:
+    the largest shares of the 10 Hz census (CPU, Client:idle, Lock:..., IO:WalSync ...)."""
+    rows = []
+    for r in b.iter_rows(named=True):
+        if r["passed"] is None:
+            continue
+        mine = steps.filter((pl.col("system") == r["system"]) & (pl.col("backend") == r["backend"])
+                            & (pl.col("consumers") == r["consumers"]) & (pl.col("purpose") != "pickup")
+                            & pl.col("wait_events").is_not_null() & (pl.col("wait_events") != "{}"))
+        if not mine.height:
+            continue
+        for label, target in (("50 %", 0.5 * r["passed"]), ("90 %", 0.9 * r["passed"]), ("first fail", r["failed"])):
+            if target is None:
+                continue
+            near = mine.with_columns((pl.col("rate") - target).abs().alias("d")).sort("d").row(0, named=True)
+            shares = json.loads(near["wait_events"])
+            rows.append({"system": r["system"], "load": f"{label} ({fmt(near['rate'])}/s)",
+                         "wait events": ", ".join(f"{k} {100 * v:.0f}%" for k, v in list(shares.items())[:top])})
+    return Table(rows)
+
+
+def sentences(b: pl.DataFrame) -> list[str]:
+    """One line per system, from its own numbers only."""
+    out = []
+    for r in b.iter_rows(named=True):
+        where = f"{r['system']} ({r['backend']}, {plural(r['consumers'], 'consumer')}"
+        where += f", batch {r['batch']})" if r["batch"] else ")"
+        if r["passed"] is None:
+            out.append(f"{where} kept up with no rate tried, down to {fmt(r['failed'])} jobs/s.")
+            continue
+        line = f"{where} sustains {_bracket_text(r)} jobs/s"
+        if r["p99_100ms"]:
+            line += f"; with p99 ≤ 100 ms up to {fmt(r['p99_100ms'])}"
+        elif r["p99_1s"]:
+            line += f"; never under a p99 of 100 ms, ≤ 1 s up to {fmt(r['p99_1s'])}"
+        if r["pickup_p50_ms"] is not None:
+            line += f"; an idle queue picks a job up in {fmt(r['pickup_p50_ms'], 1)} ms (p50)"
+        if r["at_ceiling"]:
+            line += f"; **configuration ceiling**: its settings allow {fmt(r['ceiling'])} jobs/s"
+        if r["rounds"] and r["rounds"] > 1:
+            line += f"; confirmed in {r['confirmed_rounds']} of {r['rounds']} rounds"
+        out.append(line + ".")
+    return out
+
+
+def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
+    if not b.height:
+        return []
+    best = b.filter(pl.col("passed").is_not_null()).head(3)
+    tops = "; ".join(f"{r['system']} ({r['backend']}) {_bracket_text(r)}" for r in best.iter_rows(named=True))
+    return [{"question": "How many jobs/s does each system keep up with?",
+             "answer": f"Highest sustained: {tops or 'none measured'}",
+             "evidence": "capacity study: bracket search, slope interval, counted by seq"}]
+
+
+def steps_table(steps: pl.DataFrame) -> Table:
+    """Every step: rate, verdict and why, the backlog's slope interval, latency and cost."""
+    rows = []
+    for r in steps.sort("backend", "system", "consumers", "round", "step").iter_rows(named=True):
+        rows.append({"system": r["system"], "C": fmt(r["consumers"]), "round": fmt(r["round"]), "step": fmt(r["step"]),
+                     "purpose": r["purpose"], "offered/s": fmt(r["rate"]), "achieved/s": fmt(r["achieved"]),
+                     "slope interval": "–" if r["slope_lo"] is None else f"{r['slope_lo']:,.1f} … {r['slope_hi']:,.1f}",
+                     "max backlog": fmt(r["backlog_max"]), "verdict": r["verdict"] or "–",
+                     "e2e p50 / p99 ms": f"{fmt(r['e2e_p50_ms'], 1)} / {fmt(r['e2e_p99_ms'], 1)}",
+                     "lost": fmt(r["lost"]), "why": r["reason"] or ""})
+    return Table(rows)

@@ -1,0 +1,84 @@
+"""The capacity study on real servers: a tiny search per kind of system, counted by seq; an
+interrupted search leaves no process and keeps its finished steps for the rerun."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import psutil
+import pytest
+
+from benchlib.studies import capacity
+
+pytestmark = pytest.mark.integration
+
+TINY = {"warmup_s": 1, "window_s": 5, "max_steps": 2, "precision": 1.0, "confirm_factor": 1.0, "pickup_rate": 0,
+        "start_rate": 150, "drain_profile": None, "drain_timeout_s": 10}
+
+
+@pytest.mark.parametrize(("backend", "system"), [("postgres", "skip_locked"), ("postgres", "reference_adapter"),
+                                                 ("sqlite", "sqlite")])
+async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, system):
+    run = await capacity.run(capacity.Params(backend=backend, systems=[system], consumers=[2], **TINY),
+                             progress=False)
+    steps, (result,) = run.steps, run.results.iter_rows(named=True)
+    assert steps.height >= 1 and set(steps["verdict"]) <= {"pass", "fail", "inconclusive", "producer-bound"}
+    first = steps.row(0, named=True)
+    assert first["verdict"] == "pass", first  # 150 jobs/s: any system here keeps up
+    assert first["lost"] == 0 and first["duplicates"] == 0 and first["enqueued"] > 500
+    assert 145 <= first["achieved"] <= 155 and first["e2e_p99_ms"] > 0
+    assert result["passed"] >= 150 and result["error"] is None
+    assert json.loads(first["settings"])  # what bounds it, as it ran
+    if backend == "postgres":
+        assert first["sql_calls_per_job"] > 0 and first["wal_bytes_per_job"] > 0 and json.loads(first["wait_events"])
+
+
+def _postgres_children(pid: int) -> list[psutil.Process]:
+    try:
+        return [c for c in psutil.Process(pid).children(recursive=True) if c.name() == "postgres"]
+    except psutil.NoSuchProcess:
+        return []
+
+
+RUN = """
+import asyncio, json, sys
+from benchlib.studies import capacity
+params = capacity.Params(**json.loads(sys.argv[2]))
+try:
+    asyncio.run(capacity.run(params, data_dir=sys.argv[1], profile="smoke", progress=False))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps(tmp_path):
+    settings = {"systems": ["skip_locked"], "consumers": [2], "warmup_s": 1, "window_s": 5, "max_steps": 3,
+                "precision": 0.05, "confirm_factor": 1.0, "pickup_rate": 0, "start_rate": 200, "drain_profile": None}
+    proc = subprocess.Popen([sys.executable, "-c", RUN, str(tmp_path), json.dumps(settings)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    cells = tmp_path / "capacity" / ".cells"
+    deadline = time.monotonic() + 120
+    while not list(cells.glob("*.partial.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (partial,) = list(cells.glob("*.partial.json"))
+    servers = _postgres_children(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive and "Traceback" not in err
+    kept = json.loads(partial.read_text())
+    assert kept and kept[0]["purpose"] == "search" and kept[0]["rate"] == 200
+    # the rerun replays the finished steps instead of measuring them again
+    run = await capacity.run(capacity.Params(**settings), data_dir=tmp_path, profile="smoke", progress=False)
+    replayed = run.steps.filter(pl.col("step") < len(kept))
+    assert replayed["started_at"].to_list() == [k["started_at"] for k in kept]
+    assert not partial.exists()  # the cell finished: its partial steps are now its rows
+    assert Path(tmp_path / "capacity" / "smoke" / "postgres.steps.parquet").exists()
+    assert os.path.getsize(tmp_path / "capacity" / "smoke" / "postgres.results.parquet") > 0

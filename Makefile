@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	$(PY) -m benchlib.wheels install
+	$(PY) -m benchlib.adapters
 	@touch $@
 
 pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rust; a long compile, cached once)

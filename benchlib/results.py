@@ -119,7 +119,11 @@ def code_version(*modules: str | Path) -> str:
         root = PACKAGE_DIR / entry
         files += sorted(p for p in root.rglob("*") if p.suffix in {".py", ".sql"}) if root.is_dir() else [root]
     for module in modules:
-        files += [f for f in (Path(module).with_suffix(".py"), Path(module).with_suffix(".sql")) if f.exists()]
+        path = Path(module)
+        if path.suffix not in (".py", ".sql") and path.is_file():  # an adapter's source, lockfile, manifest
+            files.append(path)
+            continue
+        files += [f for f in (path.with_suffix(".py"), path.with_suffix(".sql")) if f.exists()]
     h = hashlib.sha256()
     for f in files:
         h.update(str(f.resolve().relative_to(PACKAGE_DIR)).encode())

@@ -2,14 +2,19 @@
 
 Adding a system (ours or a real library): write `benchlib/queues/<name>.py` with a
 class that speaks `base.PullQueue` (+ `<name>.sql` for SQL we send ourselves) or
-`base.WorkerSystem` (a library that runs its own workers; a program in another
-language subclasses `jsonlines.JsonLinesSystem`), add it to QUEUES below, and add a
-row to the README's systems table. Nothing else in the harness names a system.
+`base.WorkerSystem` (a library that runs its own workers), or, for a program in another
+language, a folder `adapters/<name>/` with its manifest (adapters/CONTRACT.md) and
+`adapter_system("<name>")`; add it to QUEUES below, and add a row to the README's
+systems table. Nothing else in the harness names a system.
 """
 from __future__ import annotations
 
 from benchlib.errors import BenchError, shown
+from benchlib.queues.absurd_system import Absurd
+from benchlib.queues.adapter_builds import adapter_system
+from benchlib.queues.awa_system import Awa
 from benchlib.queues.base import Job, PullQueue, WorkerSystem, system_version
+from benchlib.queues.chancy_system import Chancy
 from benchlib.queues.claim_then_delete import ClaimThenDelete
 from benchlib.queues.pgmq_queue import Pgmq
 from benchlib.queues.pgqrs_queue import Pgqrs
@@ -27,7 +32,8 @@ System = PullQueue | WorkerSystem
 QUEUES: dict[str, type[System]] = {q.name: q for q in (
     SkipLocked, SqliteQueue, SkipLockedDelete, ClaimThenDelete, Rotation,  # ours: the reference designs
     Pgmq, Pgqrs,  # real pull systems
-    Procrastinate, Pgqueuer,  # real worker systems
+    Procrastinate, Pgqueuer, Awa, Chancy, Absurd,  # real worker systems in Python, in process
+    adapter_system("river"), adapter_system("pg-boss"), adapter_system("graphile-worker"),  # in Go and Node
     ReferenceAdapter,  # the JSON-lines contract's reference adapter
 )}
 

@@ -129,6 +129,9 @@ class OurDesign(PullOps):
 
 def system_version(cls: type) -> str:
     """`<package> <version>` of a real system, `benchlib` for our designs (the manifest's record)."""
+    pinned = getattr(cls, "pinned_version", None)  # an adapter's system: its manifest's exact version
+    if pinned:
+        return pinned
     if cls.package is None:
         return "benchlib (this repository)"
     try:

@@ -45,6 +45,7 @@ class Adapter:
         self.pending: dict[int, asyncio.Future] = {}
         self.ids = itertools.count(1)
         self.gone: str | None = None  # why the adapter stopped answering
+        self.ran_with: dict[str, Any] = {}  # the `work` reply's settings
         self.stderr: collections.deque[str] = collections.deque(maxlen=20)
         self.readers: list[asyncio.Task] = []
 
@@ -141,8 +142,9 @@ class Adapter:
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
                    continuous: bool = False) -> None:
         self.handled = handled
-        await self.request(op="work", concurrency=concurrency, batch=batch if self.hello.get("batch") else None,
-                           continuous=continuous)
+        reply = await self.request(op="work", concurrency=concurrency,
+                                   batch=batch if self.hello.get("batch") else None, continuous=continuous)
+        self.ran_with = reply.get("settings") or {}
         await stop.wait()
         await self.request(op="stop")
 
@@ -177,11 +179,15 @@ class JsonLinesSystem:
     command: ClassVar[list[str]]
     tables: ClassVar[tuple[str, ...]] = ()
     control_tables: ClassVar[tuple[str, ...]] = ()
+    pinned_version: ClassVar[str | None] = None  # the adapted system's exact version (its manifest's)
     hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
+    ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
 
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
-        """What bounds its throughput, as the adapter's hello said (known once one has started)."""
-        return {"workers": concurrency, "batch_jobs": batch, **type(self).hello.get("settings", {})}
+        """What bounds its throughput: the last `work` reply's numbers, else its hello's description
+        (known once an adapter of it has run)."""
+        return {"workers": concurrency, "batch_jobs": batch,
+                **(type(self).ran_with or type(self).hello.get("settings", {}))}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Adapter]:
@@ -195,7 +201,12 @@ class JsonLinesSystem:
         adapter = Adapter(proc)
         try:
             await adapter.start()
-            type(self).hello = adapter.hello
+            cls = type(self)  # what the adapter says of its system, for samplers and the report
+            cls.hello = adapter.hello
+            cls.tables = tuple(adapter.hello.get("tables", ()))
+            cls.control_tables = tuple(adapter.hello.get("control_tables", ()))
             yield adapter
+            if adapter.ran_with:
+                type(self).ran_with = adapter.ran_with
         finally:
             await asyncio.shield(adapter.close())

@@ -13,6 +13,7 @@ from benchlib.studies.drain import drain_once
 from benchlib.studies.drain.measure import drain_worker_once
 
 pytestmark = pytest.mark.integration
+# (the contract test over every worker system is below; every pull system's is test_lifecycle)
 PULL_QUEUES = [n for n, q in queues.QUEUES.items() if q.kind == "pull"]
 WORKER_SYSTEMS = [n for n, q in queues.QUEUES.items() if q.kind == "worker"]
 
@@ -50,14 +51,44 @@ async def test_eight_consumers_nothing_lost_nothing_twice(name, batch, target_fo
     assert result["throughput_jobs_s"] > 0
 
 
-@pytest.mark.parametrize("batch", [1, 7])
+USER_TABLES = ("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+               "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+               "AND n.nspname NOT LIKE 'pg_toast%'")
+
+
+def _runnable(name: str) -> None:
+    """An adapter whose toolchain this machine lacks cannot run: skip, saying so."""
+    from benchlib.queues import adapter_builds
+
+    cls = queues.QUEUES[name]
+    if getattr(cls, "pinned_version", None):
+        m = adapter_builds.manifest(name)
+        if not m.built():
+            pytest.skip(m.missing() or f"the {name} adapter is not built (make setup)")
+
+
+@pytest.mark.contract
 @pytest.mark.parametrize("name", WORKER_SYSTEMS)
-async def test_worker_systems_four_workers_nothing_lost_nothing_twice(name, batch, target_for):
+async def test_contract_every_worker_system_install_enqueue_work_count_uninstall(name, target_for):
+    """The contract every registered worker system keeps, at tiny size: installed through its own
+    migrations, jobs enqueued through its API (each payload carrying its seq), its own workers
+    (4, fetch size 10 where it has one) hand every job to our no-op handler once, counted by
+    seq; uninstalled, it leaves no table behind; and it names what bounds its throughput."""
+    _runnable(name)
     target = await target_for(name)
-    result = await asyncio.wait_for(
-        drain_worker_once(target, queues.get(name), consumers=4, batch=batch, prefill=1500), 120)
-    assert result["enqueued"] == 1500
-    assert (result["lost"], result["duplicates"], result["processed"]) == (0, 0, 1500)
+    system = queues.get(name)
+    conn = await target.connect()
+    before = await conn.fetchval(USER_TABLES)
+    try:
+        result = await asyncio.wait_for(drain_worker_once(target, system, consumers=4, batch=10, prefill=200), 180)
+        assert result["enqueued"] == 200
+        assert (result["lost"], result["duplicates"], result["processed"]) == (0, 0, 200)
+        async with system.session(target) as session:
+            await session.uninstall()
+        assert await conn.fetchval(USER_TABLES) == before
+    finally:
+        await conn.close()
+    assert system.settings(4, 10) and system.tables
     assert result["completion_gap_max_ms"] is not None and result["throughput_jobs_s"] > 0
 
 

@@ -31,8 +31,8 @@ def ceiling(settings: str | None) -> float | None:
     """The rate a system's own settings allow (jobs/s), where it declares one."""
     if not settings:
         return None
-    value = json.loads(settings).get("ceiling_jobs_s")
-    return float(value) if value else None
+    value = json.loads(settings).get("ceiling_jobs_per_s")
+    return float(value) if isinstance(value, (int, float)) and value else None
 
 
 def brackets(results: pl.DataFrame) -> pl.DataFrame:

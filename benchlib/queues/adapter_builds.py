@@ -1,0 +1,154 @@
+"""Adapters in other languages: their manifests, their builds, and the systems they become.
+
+An adapter is a folder under queues/adapters/ with a manifest.yaml (adapters/CONTRACT.md):
+the system's name and exact version, the toolchain it needs (go, node), how to build it
+and how to run it. `make setup` builds every adapter whose toolchain is on this machine
+(`python -m benchlib.adapters`), once per content hash of its folder: the
+build happens in a copy of the folder in ~/.cache/benchlib/adapters/<name>-<hash>/, so a
+changed lockfile or source is a new build and the repository never holds node_modules or
+a binary. A run that needs an adapter that is not built says why in one line (the
+toolchain it lacks, or the command that builds it), before anything starts.
+
+`adapter_system(name)` turns a manifest into a registry entry: a JSON-lines worker
+system whose version is the manifest's (the adapter's system, not benchlib) and whose
+measuring code, for the cache key, is every file of its folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from benchlib.errors import BenchError
+from benchlib.queues.jsonlines import JsonLinesSystem
+
+ADAPTERS = Path(__file__).resolve().parent / "adapters"
+CACHE = Path(os.environ.get("BENCH_ADAPTER_CACHE", Path.home() / ".cache" / "benchlib" / "adapters"))
+BUILD_TIMEOUT_S = 900
+DONE = ".built"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    system: str
+    language: str
+    toolchain: str
+    version: str
+    summary: str
+    build: tuple[str, ...]
+    run: tuple[str, ...]
+    lockfile: str
+    folder: Path
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.folder.rglob("*") if p.is_file() and "node_modules" not in p.parts)
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(str(f.relative_to(self.folder)).encode())
+            h.update(f.read_bytes())
+        return h.hexdigest()[:12]
+
+    @property
+    def out(self) -> Path:
+        return CACHE / f"{self.system}-{self.digest}"
+
+    def missing(self) -> str | None:
+        """Why this adapter cannot be built here (None: it can)."""
+        if shutil.which(self.toolchain) is None:
+            return f"the {self.system} adapter needs `{self.toolchain}`, which this machine lacks"
+        return None
+
+    def built(self) -> bool:
+        return (self.out / DONE).exists()
+
+
+@cache
+def manifest(name: str) -> Manifest:
+    folder = ADAPTERS / name
+    data = yaml.safe_load((folder / "manifest.yaml").read_text())
+    return Manifest(data["system"], data["language"], data["toolchain"], data["version"], data["summary"],
+                    tuple(data["build"]), tuple(data["run"]), data["lockfile"], folder)
+
+
+def every() -> list[Manifest]:
+    return [manifest(p.parent.name) for p in sorted(ADAPTERS.glob("*/manifest.yaml"))]
+
+
+def build(m: Manifest) -> Path:
+    """Build the adapter in a fresh copy of its folder (once per content hash); its output dir."""
+    if m.built():
+        return m.out
+    if (why := m.missing()) is not None:
+        raise BenchError(f"{why}: install it, then run `make setup`")
+    staging = m.out.with_name(f".{m.out.name}.{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(m.folder, staging)
+    try:
+        res = subprocess.run(m.build, cwd=staging, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BenchError(f"building the {m.system} adapter took over {BUILD_TIMEOUT_S} s: see `make setup`") from None
+    if res.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise BenchError(f"building the {m.system} adapter failed: {last[0][:300]}")
+    (staging / DONE).write_text(m.digest)
+    shutil.rmtree(m.out, ignore_errors=True)
+    staging.rename(m.out)
+    return m.out
+
+
+def command(m: Manifest) -> list[str]:
+    """How to start the built adapter; a one-line error when it is not built (and cannot be)."""
+    if not m.built():
+        why = m.missing()
+        raise BenchError(f"{why}: its rows record that it could not run" if why else
+                         f"the {m.system} adapter is not built: run `make setup`")
+    return [part.replace("{out}", str(m.out)) for part in m.run]
+
+
+def adapter_system(name: str) -> type[JsonLinesSystem]:
+    """A registry entry for the adapter in queues/adapters/<name>/."""
+    m = manifest(name)
+
+    class Adapted(JsonLinesSystem):
+        pinned_version = m.version
+        summary = m.summary
+        extra_code = tuple(str(f) for f in m.files)
+
+        @property
+        def command(self) -> list[str]:
+            return command(m)
+
+    Adapted.name = m.system
+    Adapted.__name__ = Adapted.__qualname__ = "".join(w.capitalize() for w in m.system.replace("-", "_").split("_"))
+    return Adapted
+
+
+def main() -> int:
+    """`make setup`: build every adapter whose toolchain is here; say what was skipped and why."""
+    for m in every():
+        if m.built():
+            print(f"adapter {m.system}: built ({m.out})")
+        elif (why := m.missing()) is not None:
+            print(f"adapter {m.system}: skipped, {why} (its runs will record that)")
+        else:
+            print(f"adapter {m.system}: building with {m.toolchain} ...", flush=True)
+            try:
+                print(f"adapter {m.system}: built ({build(m)})")
+            except BenchError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+    return 0
+

@@ -1,0 +1,155 @@
+'use strict'
+// The graphile-worker adapter of benchlib's JSON-lines worker contract v2:
+// graphile-worker's public API only (runMigrations, makeWorkerUtils().addJobs, run).
+process.env.NO_LOG_SUCCESS ??= '1' // its documented switch: no log line built per completed job
+const pg = require('pg')
+const { run, runMigrations, makeWorkerUtils, Logger } = require('graphile-worker')
+const { version } = require('graphile-worker/package.json')
+const { serve, handled, enqueued, error } = require('./wire')
+
+const SCHEMA = 'graphile_worker'
+const TASK = 'bench'
+// graphile-worker's defaults, set explicitly so hello reports what actually runs.
+const POLL_INTERVAL_MS = 2000 // a fallback: LISTEN "jobs:insert" wakes idle workers at once
+const LOCK_EXPIRY_S = 4 * 3600 // a killed worker's locked jobs run again only after this
+
+// Warnings and errors to stderr (kept for error messages); stdout is the wire.
+const logger = new Logger(scope => (level, message) => {
+  if (level === 'error' || level === 'warning') process.stderr.write(`${level} ${scope.label ?? ''}: ${message}\n`)
+})
+const DSN = process.env.BENCH_DSN
+let utils = null // a promise of WorkerUtils (addJobs, over its own small pool)
+let running = null // { runner, pool } while workers run
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+async function adminQuery (text) {
+  const client = new pg.Client({ connectionString: DSN })
+  await client.connect()
+  try {
+    return await client.query(text)
+  } finally {
+    await client.end()
+  }
+}
+
+async function releaseUtils () {
+  const done = await utils?.catch(() => null)
+  utils = null
+  await done?.release()
+}
+
+// A fresh WorkerUtils after every (un)install: its pool must not keep statements
+// prepared against the schema just dropped. A promise, so concurrent requests share
+// it; a failed one is forgotten, so the next request tries again.
+function getUtils () {
+  utils ??= makeWorkerUtils({ connectionString: DSN, schema: SCHEMA, logger })
+    .catch(err => { utils = null; throw err })
+  return utils
+}
+
+async function install () {
+  await stop()
+  await releaseUtils()
+  await adminQuery(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+  await runMigrations({ connectionString: DSN, schema: SCHEMA, logger })
+  return {}
+}
+
+async function uninstall () { // graphile-worker has no down migrations: its schema holds it all
+  await stop()
+  await releaseUtils()
+  await adminQuery(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+  return {}
+}
+
+async function addJobs (payloads) {
+  const jobs = await (await getUtils()).addJobs(payloads.map(payload => ({ identifier: TASK, payload })))
+  return jobs.map(job => job.id) // bigint ids, as node-postgres gives them: strings
+}
+
+// run() with `concurrency` workers; a batch B turns on its localQueue of size B (the
+// pool fetches and locks B jobs at once and serves its workers from them).
+async function work ({ concurrency, batch }) {
+  if (running) throw new Error('workers are already running')
+  const maxPoolSize = Math.max(10, concurrency + 2) // graphile-worker's own advice
+  const pool = new pg.Pool({ connectionString: DSN, max: maxPoolSize })
+  // both handlers, as graphile-worker asks of a pool it is given: an idle or a
+  // LISTENing client's error becomes an error event rather than a crash
+  pool.on('error', err => error(`pg pool: ${err.message}`))
+  pool.on('connect', client => client.on('error', err => error(`pg client: ${err.message}`)))
+  const localQueueSize = batch >= 1 ? batch : -1
+  const runner = await run({
+    pgPool: pool,
+    schema: SCHEMA,
+    concurrency,
+    pollInterval: POLL_INTERVAL_MS,
+    noHandleSignals: true, // the harness ends us through stdin
+    logger,
+    taskList: { [TASK]: payload => { handled(payload?.seq) } }, // the no-op: report, return
+    preset: { worker: { localQueue: { size: localQueueSize } } }
+  }).catch(async err => { await pool.end(); throw err })
+  runner.events.on('job:error', ({ job, error: err }) => error(`job failed: ${err?.message}`, job.payload?.seq ?? null))
+  running = { runner, pool }
+  // `continuous` changes nothing: run() keeps listening whether or not a producer runs
+  return { settings: { concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize } }
+}
+
+// runner.stop() waits for running jobs, but graphile-worker does not await a job's
+// completion (a DELETE); every such query has asked the pool for a client by the time
+// stop resolves, so an idle pool, seen twice from a timer, means they all committed.
+async function stop () {
+  if (running) await (running.stopped ??= stopWorkers(running)) // a stop and stdin's close may overlap
+  running = null
+  return {}
+}
+
+async function stopWorkers ({ runner, pool }) {
+  await runner.stop()
+  const busy = () => pool.waitingCount > 0 || pool.idleCount < pool.totalCount
+  for (let quiet = 0; quiet < 2; quiet = busy() ? 0 : quiet + 1) await sleep(5)
+  await pool.end()
+}
+
+const ops = {
+  install,
+  uninstall,
+  enqueue: async ({ payloads }) => ({ ids: await addJobs(payloads) }),
+  produce: async ({ payloads }) => {
+    await addJobs(payloads)
+    enqueued(payloads.map(p => p.seq))
+    return {}
+  },
+  work,
+  stop
+}
+
+const hello = () => ({
+  system: 'graphile-worker',
+  version: `graphile-worker ${version}`,
+  contract: 2,
+  batch: true,
+  settings: {
+    concurrency: 'concurrency', // run() option: jobs one instance runs at once
+    local_queue_size: 'batch (-1, off, when batch is null)',
+    poll_interval_ms: POLL_INTERVAL_MS,
+    listen_notify: true, // LISTEN "jobs:insert": new jobs wake idle workers without a poll
+    complete_job_batch_delay_ms: -1, // each job's completion is its own DELETE, not awaited
+    lock_expiry_s: LOCK_EXPIRY_S,
+    reset_locked_interval_s: '480-600', // how often expired locks are looked for
+    local_queue_ttl_ms: 300000,
+    max_pool_size: 'max(10, concurrency + 2)'
+  },
+  tables: [`${SCHEMA}._private_jobs`],
+  control_tables: [`${SCHEMA}._private_job_queues`, `${SCHEMA}._private_tasks`,
+    `${SCHEMA}._private_known_crontabs`, `${SCHEMA}.migrations`]
+})
+
+serve({
+  hello,
+  ops,
+  close: async () => {
+    await stop()
+    await releaseUtils()
+  }
+})

@@ -1,0 +1,174 @@
+'use strict'
+// The pg-boss adapter of benchlib's JSON-lines worker contract v2: pg-boss's public
+// API only (insert, work, offWork, stop), over a pg pool we hand it as its `db`.
+const crypto = require('node:crypto')
+const pg = require('pg')
+const PgBoss = require('pg-boss')
+const { version } = require('pg-boss/package.json')
+const { serve, handled, enqueued, error, now } = require('./wire')
+
+const SCHEMA = 'pgboss'
+const QUEUE = 'bench'
+// pg-boss's defaults, set explicitly so hello reports what actually runs.
+const POLLING_INTERVAL_S = 2 // each work() loop sleeps this long minus its fetch's duration
+const CONFIG = { // given to every PgBoss: the producer's stamps each job it inserts
+  schema: SCHEMA,
+  expireInSeconds: 15 * 60, // an active job is expired, then retried, after this
+  retryLimit: 2,
+  maintenanceIntervalSeconds: 120, // expiry and archiving run this often
+  archiveCompletedAfterSeconds: 12 * 3600 // completed jobs move to pgboss.archive after this
+}
+// v10 keeps each queue's jobs in a partition of pgboss.job named after its hash.
+const PARTITION = 'j' + crypto.createHash('sha224').update(QUEUE).digest('hex')
+
+// A db for PgBoss's `db` option that counts its queries in flight: pg-boss does not
+// await a batch's complete(), so stop waits for this count to reach zero.
+function trackedDb (pool) {
+  const db = {
+    inflight: 0,
+    async executeSql (text, values) {
+      db.inflight++
+      try {
+        return await pool.query(text, values)
+      } finally {
+        db.inflight--
+      }
+    }
+  }
+  return db
+}
+
+const poolFor = max => {
+  const pool = new pg.Pool({ connectionString: process.env.BENCH_DSN, max, application_name: 'pgboss' })
+  pool.on('error', err => error(`pg pool: ${err.message}`))
+  return pool
+}
+const bossOn = (db, extra) => {
+  const boss = new PgBoss({ db, ...CONFIG, ...extra })
+  boss.on('error', err => error(`pg-boss: ${err.message}`))
+  return boss
+}
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+const adminPool = poolFor(4) // install, uninstall and the producer's inserts
+let producer = null // a promise of a started PgBoss without maintenance, for insert()
+let running = null // { boss, pool, db } while workers run
+
+// A promise, so concurrent produce requests share one instance; a failed start is
+// forgotten, so the next request tries again.
+function startProducer () {
+  producer ??= bossOn(trackedDb(adminPool), { supervise: false, schedule: false }).start()
+    .catch(err => { producer = null; throw err })
+  return producer
+}
+
+async function install () {
+  await stop()
+  await dropAll()
+  const boss = await startProducer() // start() runs pg-boss's own migrations
+  await boss.createQueue(QUEUE) // v10 needs the queue made before jobs are sent
+  return {}
+}
+
+async function stopProducer () {
+  const boss = await producer?.catch(() => null)
+  producer = null
+  await boss?.stop({ graceful: false, close: false })
+}
+
+async function dropAll () {
+  await stopProducer()
+  // pg-boss has no uninstall: its schema holds everything it made
+  await adminPool.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+}
+
+// insert() returns nothing in 10.x (its INSERT has no RETURNING), so the ids are
+// made here and passed in, as its API allows.
+async function insert (payloads) {
+  const jobs = payloads.map(data => ({ id: crypto.randomUUID(), name: QUEUE, data }))
+  await (await startProducer()).insert(jobs)
+  return jobs.map(job => job.id)
+}
+
+// C work() loops, each fetching up to B jobs, then sleeping out its polling interval.
+async function work ({ concurrency, batch, continuous }) {
+  if (running) throw new Error('workers are already running')
+  const pool = poolFor(Math.max(10, concurrency + 2)) // one connection per loop, plus maintenance
+  const db = trackedDb(pool)
+  const boss = await bossOn(db, { pollingIntervalSeconds: POLLING_INTERVAL_S }).start()
+    .catch(async err => { await pool.end(); throw err })
+  running = { boss, pool, db }
+  const batchSize = batch || 1
+  const noop = async jobs => { // report, return: pg-boss then completes the batch
+    const t = now()
+    for (const job of jobs) handled(job.data?.seq, t)
+  }
+  for (let i = 0; i < concurrency; i++) {
+    await boss.work(QUEUE, { batchSize, pollingIntervalSeconds: POLLING_INTERVAL_S }, noop)
+  }
+  // `continuous` changes nothing: the loops poll whether or not a producer runs
+  return { settings: { workers: concurrency, batch_size: batchSize, continuous: !!continuous, pool_max_conns: pool.options.max,
+    ceiling_jobs_per_s: concurrency * batchSize / POLLING_INTERVAL_S } }
+}
+
+// offWork ends each loop after its current fetch; every query a loop makes next
+// (fetch, handler, complete) starts within the microtasks of the last one, so a
+// count of zero seen from a timer, twice, means no loop is left and every handled
+// job's complete() has committed.
+async function stop () {
+  if (running) await (running.stopped ??= stopWorkers(running)) // a stop and stdin's close may overlap
+  running = null
+  return {}
+}
+
+async function stopWorkers ({ boss, pool, db }) {
+  await boss.offWork(QUEUE)
+  for (let quiet = 0; quiet < 2; quiet = db.inflight ? 0 : quiet + 1) await sleep(5)
+  await boss.stop({ graceful: true, wait: true, close: false })
+  while (db.inflight) await sleep(5)
+  await pool.end()
+}
+
+const ops = {
+  install,
+  uninstall: async () => { await stop(); await dropAll(); return {} },
+  enqueue: async ({ payloads }) => ({ ids: await insert(payloads) }),
+  produce: async ({ payloads }) => {
+    await insert(payloads)
+    enqueued(payloads.map(p => p.seq))
+    return {}
+  },
+  work,
+  stop
+}
+
+const hello = () => ({
+  system: 'pg-boss',
+  version: `pg-boss ${version}`,
+  contract: 2,
+  batch: true,
+  settings: {
+    polling_interval_s: POLLING_INTERVAL_S, // work() option pollingIntervalSeconds (>= 0.5)
+    batch_size: 'batch', // work() option batchSize
+    workers: 'concurrency', // one work() call each
+    ceiling_jobs_per_s: 'concurrency * batch_size / polling_interval_s',
+    expire_in_s: CONFIG.expireInSeconds, // also how long a killed worker's jobs stay active
+    retry_limit: CONFIG.retryLimit,
+    maintenance_interval_s: CONFIG.maintenanceIntervalSeconds,
+    archive_completed_after_s: CONFIG.archiveCompletedAfterSeconds,
+    pool_max_conns: 'max(10, concurrency + 2)',
+    listen_notify: false
+  },
+  tables: [`${SCHEMA}.job`, `${SCHEMA}.${PARTITION}`, `${SCHEMA}.archive`],
+  control_tables: [`${SCHEMA}.queue`, `${SCHEMA}.version`, `${SCHEMA}.schedule`, `${SCHEMA}.subscription`]
+})
+
+serve({
+  hello,
+  ops,
+  close: async () => {
+    await stop()
+    await stopProducer()
+    await adminPool.end()
+  }
+})

@@ -49,18 +49,34 @@ from benchlib.studies.drain.measure import drain_once
 
 STUDY = "durability"
 AXES = ("queues", "concurrency", "jobs", "crash_modes")
-# The reference's configurations (a published Rust SKIP LOCKED benchmark), plus one of ours:
-# group commit. With commit_delay a committing backend waits up to that many microseconds
-# for others to join its WAL flush, when at least commit_siblings other transactions are
-# open; PostgreSQL's documentation suggests about half of one flush's time (pg_test_fsync)
-# as a start. 200 us is that for a disk of about 2,500 flushes/s; on a faster disk it
-# over-waits, which is the question: can grouping flushes buy async's speed back while
-# every acknowledged commit stays durable?
+# The reference's configurations (a published Rust SKIP LOCKED benchmark), plus ours:
+# - group commit: with commit_delay a committing backend waits up to that many microseconds
+#   for others to join its WAL flush, when at least commit_siblings other transactions are
+#   open; PostgreSQL's documentation suggests about half of one flush's time (pg_test_fsync)
+#   as a start. 200 us is that for a disk of about 2,500 flushes/s; on a faster disk it
+#   over-waits, which is the question: can grouping flushes buy async's speed back while
+#   every acknowledged commit stays durable?
+# - async commit with the WAL writer woken as 15 and 16 woke it: from PostgreSQL 17 on
+#   (commit 1f395354d, "Reduce rate of walwriter wakeups due to async commits"), an async
+#   commit wakes the WAL writer only when it hibernates or once wal_writer_flush_after (1 MB)
+#   of WAL is unflushed, so up to a wal_writer_delay of acknowledged commits sits in shared
+#   memory only, and a server crash takes it back. wal_writer_flush_after=0 wakes it at
+#   every commit again (`async_eager`); wal_writer_delay=10ms shortens the cycle instead
+#   (`async_d10`); both together (`async_d10_eager`).
+# - `tuned` taken apart, one setting at a time against `default` in the same rounds, to
+#   say from data which of them (if any) costs throughput at 2 and 4 clients.
+ASYNC = {"synchronous_commit": "off", "max_connections": "200"}
 CONFIGS: dict[str, dict[str, str]] = {
     "default": {},
     "tuned": {"shared_buffers": "256MB", "work_mem": "8MB", "max_connections": "200"},
-    "async_commit": {"synchronous_commit": "off", "max_connections": "200"},
+    "async_commit": dict(ASYNC),
     "group_commit": {"commit_delay": "200", "commit_siblings": "2", "max_connections": "200"},
+    "async_eager": {**ASYNC, "wal_writer_flush_after": "0"},
+    "async_d10": {**ASYNC, "wal_writer_delay": "10ms"},
+    "async_d10_eager": {**ASYNC, "wal_writer_delay": "10ms", "wal_writer_flush_after": "0"},
+    "tuned_shared_buffers": {"shared_buffers": "256MB"},
+    "tuned_work_mem": {"work_mem": "8MB"},
+    "tuned_max_connections": {"max_connections": "200"},
 }
 CRASH_MODES = ("enqueue", "ack")
 CRASH_STATEMENTS = ("present", "undone")  # what a design's .sql needs for crash accounting

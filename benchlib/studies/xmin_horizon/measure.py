@@ -30,6 +30,8 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +93,7 @@ class Params:
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
     def __post_init__(self) -> None:
-        designs = check.names("designs", self.designs, queues.designs_on("postgres", kind="pull"))
+        designs = check.names("designs", self.designs, queues.designs_on("postgres"))
         fixed = {
             "designs": designs,
             "holders": check.names("holders", self.holders, HOLDERS),
@@ -351,13 +353,80 @@ async def _after_sample(live: _Live, n: int) -> None:
         await live.sampled.wait()
 
 
-async def _producer(target: PgServer, queue: Any, rate: float, live: _Live, start_ns: int, offset: float) -> None:
+async def _producer(target: PgServer, queue: Any, session: Any, rate: float, live: _Live, start_ns: int,
+                    offset: float) -> None:
+    """Paced enqueues: a pull system's on a connection of its own, a worker system's through its session."""
+    if session is not None:
+        await pacing.produce(session.enqueue_many, live.ledger, rate, start_ns, live.stop_producing, live.producers,
+                             offset)
+        return
     conn = await queue.connect(target, "producer")
     try:
         await pacing.produce(lambda payloads: queue.enqueue_many(conn, payloads), live.ledger, rate, start_ns,
                              live.stop_producing, live.producers, offset)
     finally:
         await conn.close()
+
+
+async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session: Any, holder: Any, admin: Any,
+                    p: Params, live: _Live, rows: list, on_phase) -> None:
+    """Producers, consumers (the harness's, or the library's workers), bystanders, ticker and
+    sampler for the baseline and the held phase, then the drain of what is left."""
+    consume = _log_consumer if getattr(queue, "ticked", False) else _pull_consumer
+    members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
+    if getattr(queue, "ticked", False):
+        await queue.register_group(admin, GROUP)
+        for m in members:
+            await queue.register_member(admin, GROUP, m)
+    rng = random.Random(7)
+    start, start_ns = time.monotonic(), now_ns()
+    async with asyncio.TaskGroup() as tg:
+        producers = [tg.create_task(_producer(target, queue, session, p.rate / p.producers, live, start_ns,
+                                              j / p.producers)) for j in range(p.producers)]
+        if session is not None:  # the library's own workers, waiting for what the producers send
+            tg.create_task(session.work(p.consumers, p.batch_size if queue.batch_setting else None,
+                                        drivers.worker_handler(live.ledger), live.stopping, True))
+        for m in members if session is None else ():
+            tg.create_task(consume(target, queue, p.batch_size, live, m))
+        for _ in range(p.bystanders):
+            tg.create_task(_bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live, rng))
+        if getattr(queue, "ticked", False):
+            tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
+        tg.create_task(_sampler(target, queue, p, live, start, rows))
+
+        per_phase = round(p.phase_s / p.sample_interval_s)
+        on_phase("baseline")
+        await _after_sample(live, per_phase)
+        live.phase = "held"
+        on_phase("held")
+        await holder.start(target, admin)
+        await _after_sample(live, 2 * per_phase)
+        live.stop_producing.set()
+        await holder.stop(admin)  # server-side, checked gone
+        live.phase = "drain"
+        await asyncio.wait(producers)  # an insert in flight must land before we count what is left
+        deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
+        while live.ledger.distinct < wanted and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
+        live.stopping.set()
+
+
+@asynccontextmanager
+async def _installed(queue: Any, target: PgServer) -> AsyncIterator[Any]:
+    """The system installed through its own client; a worker system's session stays open (its
+    workers and its producers use it), a pull system's installing connection does not."""
+    if queue.kind == "worker":
+        async with queue.session(target) as session:
+            await session.install()
+            yield session
+        return
+    conn = await queue.connect(target)
+    try:
+        await queue.install(conn)
+    finally:
+        await conn.close()
+    yield None
 
 
 async def _pull_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
@@ -488,50 +557,12 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     db = f"benchlib_xmin_{design}_{holder_name}"
     target = await _create_database(server, db)
     queue = _make_queue(design, p)
-    consume = _log_consumer if getattr(queue, "ticked", False) else _pull_consumer
-    live, rows = _Live(), []
+    live, rows = _Live(ledger=Ledger(by_seq=queue.kind == "worker")), []
     holder = HOLDERS[holder_name]()
     admin = await target.connect()
     try:
-        session = await queue.connect(target)  # a real system installs through its own client
-        try:
-            await queue.install(session)
-        finally:
-            await session.close()
-        members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
-        if getattr(queue, "ticked", False):
-            await queue.register_group(admin, GROUP)
-            for m in members:
-                await queue.register_member(admin, GROUP, m)
-        rng = random.Random(7)
-        start, start_ns = time.monotonic(), now_ns()
-        async with asyncio.TaskGroup() as tg:
-            producers = [tg.create_task(_producer(target, queue, p.rate / p.producers, live, start_ns, j / p.producers))
-                         for j in range(p.producers)]
-            for m in members:
-                tg.create_task(consume(target, queue, p.batch_size, live, m))
-            for _ in range(p.bystanders):
-                tg.create_task(_bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live, rng))
-            if getattr(queue, "ticked", False):
-                tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
-            tg.create_task(_sampler(target, queue, p, live, start, rows))
-
-            per_phase = round(p.phase_s / p.sample_interval_s)
-            on_phase("baseline")
-            await _after_sample(live, per_phase)
-            live.phase = "held"
-            on_phase("held")
-            await holder.start(target, admin)
-            await _after_sample(live, 2 * per_phase)
-            live.stop_producing.set()
-            await holder.stop(admin)  # server-side, checked gone
-            live.phase = "drain"
-            await asyncio.wait(producers)  # an insert in flight must land before we count what is left
-            deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
-            while live.ledger.distinct < wanted and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
-            live.stopping.set()
+        async with _installed(queue, target) as session:
+            await _workload(target, bystanders, queue, session, holder, admin, p, live, rows, on_phase)
     finally:
         try:
             await holder.stop(admin)
@@ -562,8 +593,10 @@ def settings(p: Params) -> dict[str, str]:
 
 
 def connections(p: Params) -> int:
-    # producers, consumers, bystanders, plus ticker, sampler, admin, holder and the harness's own
-    return p.producers + p.consumers + p.bystanders + 5
+    # producers, consumers, bystanders, plus ticker, sampler, admin, holder and the harness's own,
+    # plus what a worker library keeps beside its workers
+    extra = max(getattr(queues.QUEUES[d], "extra_connections", 0) for d in p.designs)
+    return p.producers + p.consumers + p.bystanders + 5 + extra
 
 
 def systems(p: Params) -> dict[str, dict[str, str]]:

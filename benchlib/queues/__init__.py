@@ -17,6 +17,7 @@ from benchlib.queues.base import Job, PullQueue, WorkerSystem, system_version
 from benchlib.queues.chancy_system import Chancy
 from benchlib.queues.claim_then_delete import ClaimThenDelete
 from benchlib.queues.pgmq_queue import Pgmq
+from benchlib.queues.pgq import Pgq
 from benchlib.queues.pgqrs_queue import Pgqrs
 from benchlib.queues.pgqueuer_system import Pgqueuer
 from benchlib.queues.procrastinate_system import Procrastinate
@@ -35,6 +36,7 @@ QUEUES: dict[str, type[System]] = {q.name: q for q in (
     Procrastinate, Pgqueuer, Awa, Chancy, Absurd,  # real worker systems in Python, in process
     adapter_system("river"), adapter_system("pg-boss"), adapter_system("graphile-worker"),  # in Go and Node
     ReferenceAdapter,  # the JSON-lines contract's reference adapter
+    Pgq,  # the real PgQ (Debian's postgresql-15-pgq3, PostgreSQL 15), beside rotation; last: colours stay
 )}
 
 

@@ -42,7 +42,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import backlog, pgbench, queues
-from benchlib.errors import failure_reason
+from benchlib.errors import BenchError, failure_reason, shown
 from benchlib.measure import CpuMeter, Latencies, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.results import Schema, utc_now
@@ -61,6 +61,9 @@ class Params:
     consumers: tuple[int, ...] = (1, 2, 4)
     batch_sizes: tuple[int, ...] = (1, 10, 50)
     prefill: int = 50_000
+    # per cell, "<consumers>x<batch>": its own backlog (the profile sizes each cell so the fastest
+    # system on the backend takes at least 2 s, the same backlog for every system there)
+    prefill_per_cell: dict[str, int] = field(default_factory=dict)
     samples: int = 3
     warmup: int = 1
     # The warm-up sample is discarded: it warms the server's buffers, the connection path
@@ -81,6 +84,7 @@ class Params:
             "consumers": check.positive_ints("consumers", self.consumers),
             "batch_sizes": check.positive_ints("batch_sizes", self.batch_sizes),
             "prefill": check.positive_int("prefill", self.prefill),
+            "prefill_per_cell": _per_cell(self.prefill_per_cell),
             "samples": check.positive_int("samples", self.samples),
             "warmup": check.non_negative_int("warmup", self.warmup),
             "warmup_prefill": check.positive_int("warmup_prefill", self.warmup_prefill),
@@ -90,6 +94,24 @@ class Params:
         }
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
+
+
+def _per_cell(value: Any) -> dict[str, int]:
+    """{"4x10": 55000, ...}: each key a consumers x batch cell, each value a backlog."""
+    if not isinstance(value, dict):
+        raise BenchError(f"prefill_per_cell maps cells such as '4x10' to a backlog, got {shown(value)}")
+    out = {}
+    for key, n in value.items():
+        c, _, b = str(key).partition("x")
+        if not (c.isdigit() and b.isdigit()):
+            raise BenchError(f"prefill_per_cell: {shown(key)} is not a cell: write consumers x batch, e.g. '4x10'")
+        out[f"{int(c)}x{int(b)}"] = check.positive_int(f"prefill_per_cell[{key}]", n)
+    return out
+
+
+def backlog_of(p: Params, consumers: int, batch: int) -> int:
+    """The measured backlog of a cell: its own from prefill_per_cell, else prefill."""
+    return p.prefill_per_cell.get(f"{consumers}x{batch}", p.prefill)
 
 
 SAMPLES: Schema = {
@@ -278,7 +300,7 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 
 def max_jobs(p: Params) -> int:
-    return p.prefill
+    return max(p.prefill, *p.prefill_per_cell.values()) if p.prefill_per_cell else p.prefill
 
 
 def batch_sizes(p: Params) -> tuple[int, ...]:
@@ -308,7 +330,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     rows = []
     for sample in range(p.warmup + p.samples):
         warmup = sample < p.warmup
-        size = min(p.prefill, p.warmup_prefill) if warmup else p.prefill
+        full = backlog_of(p, consumers, batch)
+        size = min(full, p.warmup_prefill) if warmup else full
         row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "sample": sample,
                "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
         try:
@@ -326,7 +349,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
     return {"samples": [{"backend": p.backend, "queue": p.queue, "kind": queues.QUEUES[p.queue].kind,
-                         "prefill": p.prefill, "sample": 0, "warmup": False, "error": reason}]}
+                         "prefill": backlog_of(p, cell.parts["consumers"], cell.parts["batch_size"]), "sample": 0,
+                         "warmup": False, "error": reason}]}
 
 
 def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:

@@ -91,9 +91,12 @@ class Params:
     drain_timeout_s: float = 60.0  # after the held phase, how long consumers may take for the rest
     autovacuum: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_AUTOVACUUM))
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
+    label: str | None = None  # a second run of a profile names itself: its files are postgres__<label>
 
     def __post_init__(self) -> None:
         designs = check.names("designs", self.designs, queues.designs_on("postgres"))
+        if self.label is not None and not (str(self.label).replace("_", "").isalnum() and len(str(self.label)) <= 40):
+            raise BenchError(f"label names a run's files: letters, digits and _ only, got {shown(self.label)}")
         fixed = {
             "designs": designs,
             "holders": check.names("holders", self.holders, HOLDERS),
@@ -581,7 +584,7 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
 def stem(p: Params) -> str:
-    return "postgres"
+    return "postgres" + (f"__{p.label}" if p.label else "")
 
 
 def backend(p: Params) -> str:

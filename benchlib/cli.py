@@ -12,7 +12,6 @@ Ctrl-C and SIGTERM stop the run in order and print one line (exit 130).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import signal
 import sys
@@ -57,13 +56,15 @@ def _warn_stalls(samples) -> None:
         return
     stalled = samples.filter(pl.col("stall").fill_null(False))
     if stalled.height:
-        where = ", ".join(f"{r['consumers']}x{r['batch_size']} sample {r['sample']} ({r['completion_gap_max_ms'] / 1000:.1f} s)"
-                          for r in stalled.iter_rows(named=True))
+        where = ", ".join(f"{r['consumers']}x{r['batch_size']} sample {r['sample']} "
+                          f"({r['completion_gap_max_ms'] / 1000:.1f} s)" for r in stalled.iter_rows(named=True))
         print(f"warning: {stalled.height} sample(s) paused far beyond their cell's norm ({where}): something stopped "
               "the harness or the server; rerun those cells (--force) before trusting their jobs/s", file=sys.stderr)
 
 
 def _drain(args: argparse.Namespace) -> int:
+    import uvloop
+
     from benchlib import outputs
     from benchlib.results import failure_reasons, new_run_id
     from benchlib.studies import drain
@@ -76,8 +77,9 @@ def _drain(args: argparse.Namespace) -> int:
                           settings=_settings(args.set), pg_major=args.pg_major)
     data_dir = None if args.no_save else Path(args.data_dir or outputs.adhoc_dir(new_run_id()))
     started = time.monotonic()
-    run = asyncio.run(drain.run(params, dsn=args.dsn, data_dir=data_dir, force=args.force, profile="adhoc",
-                                accept_server_settings=args.accept_server_settings))
+    # on uvloop's loop, as make report's kernels (benchlib/kernel.py says why)
+    run = uvloop.run(drain.run(params, dsn=args.dsn, data_dir=data_dir, force=args.force, profile="adhoc",
+                               accept_server_settings=args.accept_server_settings))
     print(drain.analysis.table(drain.analysis.summarize(run.samples)).markdown())
     totals = drain.analysis.totals(run.tables)
     where = f"results in {run.published}/" if run.published else "nothing written (--no-save)"

@@ -35,6 +35,10 @@ QUEUES: dict[str, type[System]] = {q.name: q for q in (
     Pgmq, Pgqrs,  # real pull systems
     Procrastinate, Pgqueuer, Awa, Chancy, Absurd,  # real worker systems in Python, in process
     adapter_system("river"), adapter_system("pg-boss"), adapter_system("graphile-worker"),  # in Go and Node
+    # their documented fast settings, beside the defaults that cap them at tens of jobs/s
+    adapter_system("river", "fast", {"fetch_cooldown_ms": 2, "fetch_poll_interval_ms": 20},
+                   "River's own benchmark's values, cmd/river/riverbench/river_bench.go"),
+    adapter_system("pg-boss", "fast", {"polling_interval_s": 0.5}, "the documented minimum, src/attorney.js"),
     ReferenceAdapter,  # the JSON-lines contract's reference adapter
     Pgq,  # the real PgQ (Debian's postgresql-15-pgq3, PostgreSQL 15), beside rotation; last: colours stay
 )}

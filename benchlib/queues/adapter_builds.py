@@ -118,21 +118,26 @@ def command(m: Manifest) -> list[str]:
     return [part.replace("{out}", str(m.out)) for part in m.run]
 
 
-def adapter_system(name: str) -> type[JsonLinesSystem]:
-    """A registry entry for the adapter in queues/adapters/<name>/."""
+def adapter_system(name: str, variant: str | None = None, settings: dict | None = None,
+                   why: str = "") -> type[JsonLinesSystem]:
+    """A registry entry for the adapter in queues/adapters/<name>/; a `variant` runs it with other
+    throughput-bounding `settings` (BENCH_SETTINGS, CONTRACT.md), e.g. its documented fast setting,
+    registered as `<name>-<variant>` beside the defaults."""
     m = manifest(name)
 
     class Adapted(JsonLinesSystem):
         pinned_version = m.version
-        summary = m.summary
+        summary = m.summary + (f"; {variant} settings {settings} ({why})" if variant else "")
         extra_code = tuple(str(f) for f in m.files)
+        overrides = dict(settings or {})
+        adapter = name  # its folder under queues/adapters/
 
         @property
         def command(self) -> list[str]:
             return command(m)
 
-    Adapted.name = m.system
-    Adapted.__name__ = Adapted.__qualname__ = "".join(w.capitalize() for w in m.system.replace("-", "_").split("_"))
+    Adapted.name = m.system + (f"-{variant}" if variant else "")
+    Adapted.__name__ = Adapted.__qualname__ = "".join(w.capitalize() for w in Adapted.name.replace("-", "_").split("_"))
     return Adapted
 
 

@@ -180,6 +180,7 @@ class JsonLinesSystem:
     tables: ClassVar[tuple[str, ...]] = ()
     control_tables: ClassVar[tuple[str, ...]] = ()
     pinned_version: ClassVar[str | None] = None  # the adapted system's exact version (its manifest's)
+    overrides: ClassVar[dict[str, Any]] = {}  # BENCH_SETTINGS: throughput-bounding settings other than its defaults
     hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
     ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
 
@@ -194,7 +195,8 @@ class JsonLinesSystem:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env={**os.environ, "BENCH_DSN": target.dsn},
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "BENCH_DSN": target.dsn, "BENCH_SETTINGS": json.dumps(self.overrides)},
                 start_new_session=True, preexec_fn=dies_with_us(), limit=LINE_LIMIT)
         except OSError as err:
             raise BenchError(f"cannot start the {self.name} adapter {self.command[0]!r}: {err.strerror}") from None

@@ -62,7 +62,7 @@ def _runnable(name: str) -> None:
 
     cls = queues.QUEUES[name]
     if getattr(cls, "pinned_version", None):
-        m = adapter_builds.manifest(name)
+        m = adapter_builds.manifest(cls.adapter)
         if not m.built():
             pytest.skip(m.missing() or f"the {name} adapter is not built (make setup)")
 

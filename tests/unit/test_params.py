@@ -87,4 +87,4 @@ def test_huge_values_are_refused_by_length_and_never_echoed_in_full(kwargs):
     long`, blamed on the binaries); a 100 KB value was echoed whole. Now: bounded, one short line."""
     with pytest.raises(BenchError) as err:
         Params(**kwargs)
-    assert len(str(err.value)) < 300 and "\n" not in str(err.value)
+    assert len(str(err.value)) < 600 and "\n" not in str(err.value)  # the value named, never echoed whole

@@ -5,12 +5,28 @@ process.env.NO_LOG_SUCCESS ??= '1' // its documented switch: no log line built p
 const pg = require('pg')
 const { run, runMigrations, makeWorkerUtils, Logger } = require('graphile-worker')
 const { version } = require('graphile-worker/package.json')
-const { serve, handled, enqueued, error } = require('./wire')
+const { serve, readSettings, handled, enqueued, error } = require('./wire')
 
 const SCHEMA = 'graphile_worker'
 const TASK = 'bench'
-// graphile-worker's defaults, set explicitly so hello reports what actually runs.
-const POLL_INTERVAL_MS = 2000 // a fallback: LISTEN "jobs:insert" wakes idle workers at once
+// graphile-worker's defaults, set explicitly so hello reports what actually runs;
+// BENCH_SETTINGS may override these three. graphile-worker checks none of them: the
+// ranges are Node's timers' (a delay past 2^31 - 1 ms fires after 1 ms), and a batch
+// delay below 0 turns batching off (its main.js: `completeJobBatchDelay >= 0 ? batch(...)`).
+const ms = (low, v) => Number.isInteger(v) && v >= low && v <= 2147483647
+const batchDelay = {
+  value: -1, // -1: off; 0 or more: completions (failures) within this many ms go as one query
+  range: 'an integer: -1 (off) or 0 to 2147483647',
+  ok: v => v === -1 || ms(0, v)
+}
+const { values: SETTINGS, refusal } = readSettings({
+  // a fallback when a worker finds no job: LISTEN "jobs:insert" wakes idle workers at
+  // once, and a busy worker (or a full local-queue fetch) fetches again without waiting
+  poll_interval_ms: { value: 2000, range: 'an integer from 1 to 2147483647', ok: v => ms(1, v) },
+  complete_job_batch_delay_ms: batchDelay, // preset.worker.completeJobBatchDelay
+  fail_job_batch_delay_ms: batchDelay // preset.worker.failJobBatchDelay
+})
+const POLL_INTERVAL_MS = SETTINGS.poll_interval_ms
 const LOCK_EXPIRY_S = 4 * 3600 // a killed worker's locked jobs run again only after this
 
 // Warnings and errors to stderr (kept for error messages); stdout is the wire.
@@ -87,12 +103,20 @@ async function work ({ concurrency, batch }) {
     noHandleSignals: true, // the harness ends us through stdin
     logger,
     taskList: { [TASK]: payload => { handled(payload?.seq) } }, // the no-op: report, return
-    preset: { worker: { localQueue: { size: localQueueSize } } }
+    preset: {
+      worker: {
+        localQueue: { size: localQueueSize },
+        completeJobBatchDelay: SETTINGS.complete_job_batch_delay_ms,
+        failJobBatchDelay: SETTINGS.fail_job_batch_delay_ms
+      }
+    }
   }).catch(async err => { await pool.end(); throw err })
   runner.events.on('job:error', ({ job, error: err }) => error(`job failed: ${err?.message}`, job.payload?.seq ?? null))
   running = { runner, pool }
-  // `continuous` changes nothing: run() keeps listening whether or not a producer runs
-  return { settings: { concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize } }
+  // `continuous` changes nothing: run() keeps listening whether or not a producer runs.
+  // No ceiling_jobs_per_s: none of its settings caps the rate (the poll interval only
+  // paces a worker that found nothing)
+  return { settings: { ...numbers(hello().settings), concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize } }
 }
 
 // runner.stop() waits for running jobs, but graphile-worker does not await a job's
@@ -134,7 +158,9 @@ const hello = () => ({
     local_queue_size: 'batch (-1, off, when batch is null)',
     poll_interval_ms: POLL_INTERVAL_MS,
     listen_notify: true, // LISTEN "jobs:insert": new jobs wake idle workers without a poll
-    complete_job_batch_delay_ms: -1, // each job's completion is its own DELETE, not awaited
+    // -1: each job's completion is its own DELETE, not awaited; 0 or more: batched
+    complete_job_batch_delay_ms: SETTINGS.complete_job_batch_delay_ms,
+    fail_job_batch_delay_ms: SETTINGS.fail_job_batch_delay_ms,
     lock_expiry_s: LOCK_EXPIRY_S,
     reset_locked_interval_s: '480-600', // how often expired locks are looked for
     local_queue_ttl_ms: 300000,
@@ -145,9 +171,13 @@ const hello = () => ({
     `${SCHEMA}._private_known_crontabs`, `${SCHEMA}.migrations`]
 })
 
+// the hello's settings that are numbers, for the work reply
+const numbers = settings => Object.fromEntries(Object.entries(settings).filter(([, v]) => typeof v === 'number'))
+
 serve({
   hello,
   ops,
+  refusal,
   close: async () => {
     await stop()
     await releaseUtils()

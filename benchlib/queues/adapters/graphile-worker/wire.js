@@ -53,6 +53,7 @@ async function answer (system, text) {
     return error(`bad request: ${err.message}`)
   }
   try {
+    if (system.refusal) throw new Error(system.refusal) // BENCH_SETTINGS asked for what we cannot run
     const op = system.ops[request.op]
     if (!op) throw new Error(`unknown op ${JSON.stringify(request.op)}`)
     line({ id: request.id, ok: true, ...(await op(request)) })
@@ -61,11 +62,46 @@ async function answer (system, text) {
   }
 }
 
+// BENCH_SETTINGS (../CONTRACT.md): a JSON object that overrides throughput-bounding
+// settings by the names the hello reports. `accepted` maps each name we can override to
+// { value: its default, range: the accepted values in words, ok: value => boolean };
+// `check(values)` lists what the library refuses of a combination. Returns `values`
+// (every accepted name, overridden or not) and `refusal`: null when all is well, else one
+// line naming each key we do not know or whose value is out of range (and the defaults).
+function readSettings (accepted, check = () => [], text = process.env.BENCH_SETTINGS) {
+  const defaults = Object.fromEntries(Object.entries(accepted).map(([name, { value }]) => [name, value]))
+  const values = { ...defaults }
+  if (!text?.trim()) return { values, refusal: null }
+  let requested
+  try {
+    requested = JSON.parse(text)
+  } catch (err) {
+    return { values, refusal: oneLine(`BENCH_SETTINGS is not JSON: ${err.message}`) }
+  }
+  if (requested === null || typeof requested !== 'object' || Array.isArray(requested)) {
+    return { values, refusal: 'BENCH_SETTINGS must be a JSON object of setting: value' }
+  }
+  const known = Object.entries(accepted).map(([name, { range }]) => `${name} (${range})`).join(', ')
+  const problems = []
+  for (const [name, value] of Object.entries(requested)) {
+    const setting = Object.hasOwn(accepted, name) ? accepted[name] : null
+    if (!setting) problems.push(`unknown key ${JSON.stringify(name)}; this adapter overrides only ${known}`)
+    else if (!setting.ok(value)) problems.push(`${name} must be ${setting.range}, got ${JSON.stringify(value)}`)
+    else values[name] = value
+  }
+  if (problems.length === 0) problems.push(...check(values))
+  if (problems.length === 0) return { values, refusal: null }
+  return { values: defaults, refusal: oneLine(`BENCH_SETTINGS: ${problems.join('; ')}`) } // nothing applied
+}
+
 // Runs the adapter: hello first, then requests until stdin closes, then stop and exit 0.
+// With a `refusal` (bad BENCH_SETTINGS) it still says hello, then answers every request
+// with that one-line error.
 function serve (system) {
   console.log = console.info = console.debug = console.warn = console.error // stdout is the wire
   process.on('unhandledRejection', err => error(`unhandled rejection: ${err?.message ?? err}`))
   line({ hello: system.hello() })
+  if (system.refusal) process.stderr.write(`${system.refusal}\n`)
   const inflight = new Set()
   const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
   input.on('line', text => {
@@ -85,4 +121,4 @@ function serve (system) {
   })
 }
 
-module.exports = { serve, handled, enqueued, error, now }
+module.exports = { serve, readSettings, handled, enqueued, error, now }

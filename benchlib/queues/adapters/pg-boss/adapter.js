@@ -5,12 +5,21 @@ const crypto = require('node:crypto')
 const pg = require('pg')
 const PgBoss = require('pg-boss')
 const { version } = require('pg-boss/package.json')
-const { serve, handled, enqueued, error, now } = require('./wire')
+const { serve, readSettings, handled, enqueued, error, now } = require('./wire')
 
 const SCHEMA = 'pgboss'
 const QUEUE = 'bench'
-// pg-boss's defaults, set explicitly so hello reports what actually runs.
-const POLLING_INTERVAL_S = 2 // each work() loop sleeps this long minus its fetch's duration
+// pg-boss's defaults, set explicitly so hello reports what actually runs; BENCH_SETTINGS
+// may override the polling interval (pg-boss 10.4.2 refuses less than 0.5 s: its
+// POLICY.MIN_POLLING_INTERVAL_MS, src/attorney.js; Node's timers end at 2^31 - 1 ms).
+const { values: SETTINGS, refusal } = readSettings({
+  polling_interval_s: { // each work() loop sleeps this long minus its fetch's duration
+    value: 2,
+    range: 'a number from 0.5 to 2147483.647',
+    ok: v => typeof v === 'number' && v >= 0.5 && v <= 2147483.647
+  }
+})
+const POLLING_INTERVAL_S = SETTINGS.polling_interval_s
 const CONFIG = { // given to every PgBoss: the producer's stamps each job it inserts
   schema: SCHEMA,
   expireInSeconds: 15 * 60, // an active job is expired, then retried, after this
@@ -107,8 +116,8 @@ async function work ({ concurrency, batch, continuous }) {
     await boss.work(QUEUE, { batchSize, pollingIntervalSeconds: POLLING_INTERVAL_S }, noop)
   }
   // `continuous` changes nothing: the loops poll whether or not a producer runs
-  return { settings: { workers: concurrency, batch_size: batchSize, continuous: !!continuous, pool_max_conns: pool.options.max,
-    ceiling_jobs_per_s: concurrency * batchSize / POLLING_INTERVAL_S } }
+  return { settings: { ...numbers(hello().settings), workers: concurrency, batch_size: batchSize, continuous: !!continuous,
+    pool_max_conns: pool.options.max, ceiling_jobs_per_s: concurrency * batchSize / POLLING_INTERVAL_S } }
 }
 
 // offWork ends each loop after its current fetch; every query a loop makes next
@@ -148,7 +157,7 @@ const hello = () => ({
   contract: 2,
   batch: true,
   settings: {
-    polling_interval_s: POLLING_INTERVAL_S, // work() option pollingIntervalSeconds (>= 0.5)
+    polling_interval_s: POLLING_INTERVAL_S, // work() option pollingIntervalSeconds (>= 0.5; BENCH_SETTINGS)
     batch_size: 'batch', // work() option batchSize
     workers: 'concurrency', // one work() call each
     ceiling_jobs_per_s: 'concurrency * batch_size / polling_interval_s',
@@ -163,9 +172,13 @@ const hello = () => ({
   control_tables: [`${SCHEMA}.queue`, `${SCHEMA}.version`, `${SCHEMA}.schedule`, `${SCHEMA}.subscription`]
 })
 
+// the hello's settings that are numbers, for the work reply
+const numbers = settings => Object.fromEntries(Object.entries(settings).filter(([, v]) => typeof v === 'number'))
+
 serve({
   hello,
   ops,
+  refusal,
   close: async () => {
     await stop()
     await stopProducer()

@@ -22,6 +22,23 @@ import asyncpg
 IDLE_PAUSE_S = 0.001
 
 
+def overrides() -> tuple[dict, str | None]:
+    """BENCH_SETTINGS (CONTRACT.md): the one setting this adapter has, or why it refuses them."""
+    try:
+        given = json.loads(os.environ.get("BENCH_SETTINGS") or "{}")
+    except ValueError as err:
+        return {}, f"BENCH_SETTINGS is not JSON: {err}"
+    if not isinstance(given, dict):
+        return {}, "BENCH_SETTINGS must be a JSON object"
+    unknown = sorted(set(given) - {"idle_pause_ms"})
+    if unknown:
+        return {}, f"BENCH_SETTINGS: unknown key {unknown[0]!r}; this adapter takes idle_pause_ms (0 to 1000)"
+    pause = given.get("idle_pause_ms", IDLE_PAUSE_S * 1000)
+    if not isinstance(pause, (int, float)) or not 0 <= pause <= 1000:
+        return {}, f"BENCH_SETTINGS: idle_pause_ms must be a number from 0 to 1000, got {pause!r}"
+    return {"idle_pause_ms": pause}, None
+
+
 def load_sql() -> dict[str, str]:
     """The `-- name: x` sections of adapter.sql."""
     parts = re.split(r"^--\s*name:\s*(\w+)\s*$", Path(__file__).with_suffix(".sql").read_text(), flags=re.MULTILINE)
@@ -38,8 +55,8 @@ def send(message: dict) -> None:
 
 
 class Workers:
-    def __init__(self, dsn: str) -> None:
-        self.dsn = dsn
+    def __init__(self, dsn: str, pause_s: float) -> None:
+        self.dsn, self.pause_s = dsn, pause_s
         self.tasks: list[asyncio.Task] = []
         self.stopping = asyncio.Event()
         self.continuous = False
@@ -55,7 +72,7 @@ class Workers:
             while not self.stopping.is_set():
                 rows = await conn.fetch(SQL["dequeue"], batch)
                 if not rows:
-                    await asyncio.sleep(IDLE_PAUSE_S)
+                    await asyncio.sleep(self.pause_s)
                     continue
                 t = time.monotonic_ns()  # CLOCK_MONOTONIC, as the contract asks
                 send({"handled": [[r["seq"], t] for r in rows]})
@@ -97,23 +114,25 @@ async def handle(request: dict, workers: Workers) -> dict:
     return {"ok": False, "error": f"unknown op {op!r}"}
 
 
-async def serve(request: dict, workers: Workers) -> None:
+async def serve(request: dict, workers: Workers, refused: str | None) -> None:
     try:
-        reply = await handle(request, workers)
+        reply = {"ok": False, "error": refused} if refused else await handle(request, workers)
     except Exception as err:  # one line back to the harness, and keep serving
         reply = {"ok": False, "error": f"{type(err).__name__}: {err}".splitlines()[0]}
     send({"id": request.get("id"), **reply})
 
 
 async def main() -> None:
-    workers = Workers(os.environ["BENCH_DSN"])
+    settings, refused = overrides()
+    pause_ms = settings.get("idle_pause_ms", IDLE_PAUSE_S * 1000)
+    workers = Workers(os.environ["BENCH_DSN"], pause_ms / 1000)
     send({"hello": {"system": "reference", "version": f"asyncpg {asyncpg.__version__}", "contract": 2,
-                    "batch": True, "settings": {"idle_pause_ms": IDLE_PAUSE_S * 1000},
+                    "batch": True, "settings": {"idle_pause_ms": pause_ms},
                     "tables": ["reference_adapter_jobs"], "control_tables": []}})
     loop = asyncio.get_running_loop()
     serving: set[asyncio.Task] = set()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
-        task = asyncio.create_task(serve(json.loads(line), workers))
+        task = asyncio.create_task(serve(json.loads(line), workers, refused))
         serving.add(task)
         task.add_done_callback(serving.discard)
     await workers.stop()  # stdin closed: the harness is gone, so are we

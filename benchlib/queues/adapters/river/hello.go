@@ -14,8 +14,10 @@ func (s *system) Hello() map[string]any {
 		"system": "river", "version": "river " + moduleVersion("github.com/riverqueue/river"), "contract": 2,
 		"batch": false, // a fetch takes MaxWorkers minus the running jobs: no knob of its own
 		"settings": map[string]any{
-			"fetch_cooldown_ms":      fetchCooldown.Milliseconds(),
-			"fetch_poll_interval_ms": fetchPollInterval.Milliseconds(),
+			// BENCH_SETTINGS may override these two (from 1 ms, River's FetchCooldownMin and
+			// FetchPollIntervalMin; the poll interval no shorter than the cooldown)
+			"fetch_cooldown_ms":      s.settings.FetchCooldown.Milliseconds(),
+			"fetch_poll_interval_ms": s.settings.FetchPollInterval.Milliseconds(),
 			// one fetch per cooldown at most, of at most max_workers jobs: with a
 			// no-op handler that caps throughput at max_workers / fetch_cooldown
 			"max_workers":        "concurrency",
@@ -28,7 +30,7 @@ func (s *system) Hello() map[string]any {
 			"rescue_stuck_jobs_after_s":     3600, // RescueStuckJobsAfter default: a killed worker's running jobs wait this long
 			"job_timeout_s":                 int64(river.JobTimeoutDefault / time.Second),
 			"completed_job_retention_s":     86400, // completed rows stay in river_job this long
-			"insert_notify_min_interval_ms": fetchCooldown.Milliseconds(),
+			"insert_notify_min_interval_ms": s.settings.FetchCooldown.Milliseconds(),
 			"pool_max_conns":                poolMaxConns,
 			"listen_notify":                 true,
 		},

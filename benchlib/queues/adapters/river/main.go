@@ -36,6 +36,9 @@ func main() {
 		os.Exit(1)
 	}
 	w.Line(map[string]any{"hello": sys.Hello()}) // before reading anything
+	if sys.refusal != "" {
+		fmt.Fprintln(os.Stderr, sys.refusal)
+	}
 
 	var inflight sync.WaitGroup
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
@@ -75,6 +78,9 @@ func serve(ctx context.Context, sys *system, w *writer, line []byte) {
 }
 
 func handle(ctx context.Context, sys *system, req *request) (map[string]any, error) {
+	if sys.refusal != "" { // BENCH_SETTINGS asked for what River cannot run: say so to every request
+		return nil, errors.New(sys.refusal)
+	}
 	ok := map[string]any{"ok": true}
 	switch req.Op {
 	case "install":

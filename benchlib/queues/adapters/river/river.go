@@ -18,11 +18,8 @@ import (
 const (
 	// River's tables go in a schema of their own, so install and uninstall can
 	// also clear what a killed earlier run left behind.
-	schema = "river"
-	// River's defaults, set explicitly so hello reports what actually runs.
-	fetchCooldown     = river.FetchCooldownDefault     // at most one fetch per cooldown
-	fetchPollInterval = river.FetchPollIntervalDefault // fallback poll when no NOTIFY arrives
-	poolMaxConns      = 10                             // workers hold none; fetch, complete, listen, elect do
+	schema       = "river"
+	poolMaxConns = 10 // workers hold none; fetch, complete, listen, elect do
 )
 
 // insertArgs carries a harness payload through InsertMany byte for byte.
@@ -39,9 +36,11 @@ type workArgs struct {
 func (workArgs) Kind() string { return "bench" }
 
 type system struct {
-	dsn    string
-	w      *writer
-	logger *slog.Logger
+	dsn      string
+	w        *writer
+	logger   *slog.Logger
+	settings settings // River's defaults, set explicitly so hello reports what runs; BENCH_SETTINGS overrides
+	refusal  string   // why BENCH_SETTINGS cannot run: every request is answered with it
 
 	dbMu   sync.RWMutex // install and uninstall swap the pool; the others share it
 	pool   *pgxpool.Pool
@@ -55,7 +54,15 @@ type system struct {
 func newSystem(ctx context.Context, dsn string, w *writer) (*system, error) {
 	s := &system{dsn: dsn, w: w,
 		logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	s.settings, s.refusal = settingsFromEnv()
 	return s, s.connect(ctx)
+}
+
+// config is a river.Config with the settings: the insert client's FetchCooldown is the
+// minimum interval of its insert NOTIFYs, so it takes the workers' value too.
+func (s *system) config() *river.Config {
+	return &river.Config{Schema: schema, Logger: s.logger,
+		FetchCooldown: s.settings.FetchCooldown, FetchPollInterval: s.settings.FetchPollInterval}
 }
 
 // connect opens a fresh pool. pgx caches prepared statements per connection, and
@@ -72,7 +79,7 @@ func (s *system) connect(ctx context.Context) error {
 		return err
 	}
 	driver := riverpgxv5.New(pool)
-	insert, err := river.NewClient(driver, &river.Config{Schema: schema, Logger: s.logger})
+	insert, err := river.NewClient(driver, s.config())
 	if err != nil {
 		pool.Close()
 		return err

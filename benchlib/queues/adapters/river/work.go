@@ -25,14 +25,10 @@ func (s *system) Work(ctx context.Context, concurrency int) (map[string]any, err
 		s.w.Handled(job.Args.Seq) // the no-op handler: report, return
 		return nil
 	}))
-	client, err := river.NewClient(s.driver, &river.Config{
-		Schema:            schema,
-		Logger:            s.logger,
-		FetchCooldown:     fetchCooldown,
-		FetchPollInterval: fetchPollInterval,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: concurrency}},
-		Workers:           workers,
-	})
+	config := s.config()
+	config.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: concurrency}}
+	config.Workers = workers
+	client, err := river.NewClient(s.driver, config)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +39,16 @@ func (s *system) Work(ctx context.Context, concurrency int) (map[string]any, err
 		return nil, err
 	}
 	s.worker = client
-	return map[string]any{"max_workers": concurrency, "fetch_limit_jobs": concurrency,
-		"ceiling_jobs_per_s": concurrency * int(time.Second/fetchCooldown)}, nil
+	reply := map[string]any{} // the hello's settings that are numbers, then this run's
+	for name, v := range s.Hello()["settings"].(map[string]any) {
+		switch v.(type) {
+		case int, int64, float64:
+			reply[name] = v
+		}
+	}
+	reply["max_workers"], reply["fetch_limit_jobs"] = concurrency, concurrency
+	reply["ceiling_jobs_per_s"] = float64(concurrency) * float64(time.Second) / float64(s.settings.FetchCooldown)
+	return reply, nil
 }
 
 // A failed job does not end the adapter: it goes out as an error event.

@@ -11,7 +11,7 @@ PROFILE ?= standard
 # FORCE=1 reruns cells that data/ already holds for the same code on this machine
 FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
 
-.PHONY: help setup pgqrs-full report test lab lock clean
+.PHONY: help setup pgqrs-full report test test-all lab lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,8 +37,12 @@ report: setup ## run every study for PROFILE (papermill), then render its figure
 	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG) || rc=$$?; \
 	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 
-test: setup ## unit + integration tests (real PostgreSQL and SQLite) + nbval over every notebook
-	$(PY) -m pytest tests
+test: setup ## unit, integration and contract tests (real servers), then nbval over every notebook; not the slow ones
+	$(PY) -m pytest -m "not slow" --durations=25 tests
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
+
+test-all: setup ## every test, the slow ones too (every cell of a study, long crash runs)
+	$(PY) -m pytest --durations=25 tests
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
 
 lab: setup ## open the notebooks in JupyterLab (prints the URL to open)

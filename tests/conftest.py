@@ -8,6 +8,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -21,6 +22,13 @@ os.environ.setdefault("BENCH_PROGRESS", "off")
 # with the default, as under a terminal.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 PUBLISHED = ["data", "figures", "report.md"]
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Tiers as markers: everything under tests/unit is `unit` (no database, no server)."""
+    for item in items:
+        if "tests/unit/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.unit)
 
 
 def _published_state() -> str:
@@ -76,6 +84,27 @@ async def pg_db(pg_server: PgServer) -> AsyncIterator[PgServer]:
     await admin(pg_server, f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
+@asynccontextmanager
+async def _server_of(major: int, system: str):
+    """A throwaway server of another major for a system that needs it; skipped, saying why, where
+    the machine lacks that server or the system's extension."""
+    from benchlib.errors import ServerMissing
+
+    try:
+        async with open_backend("postgres", major=major) as server:
+            conn = await server.connect()
+            try:
+                available = await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = $1", system)
+            finally:
+                await conn.close()
+            if not available:
+                pytest.skip(f"{system} needs its extension on PostgreSQL {major} (apt-get install "
+                            f"postgresql-{major}-{system}3)")
+            yield server
+    except ServerMissing as err:
+        pytest.skip(str(err).split(":")[0])
+
+
 @pytest.fixture
 async def target_for(request, pg_server):
     """target_for(queue_name) -> a fresh real target of the queue's backend."""
@@ -88,9 +117,12 @@ async def target_for(request, pg_server):
     dbs = []
 
     async def make(queue_name: str):
-        backend = QUEUES[queue_name].backends[0]
+        cls = QUEUES[queue_name]
+        backend = cls.backends[0]
         if backend == "sqlite":
             return await stack.enter_async_context(sqlite())
+        if (major := getattr(cls, "server_major", None)) is not None:  # e.g. PgQ: Debian's, for PostgreSQL 15
+            return await stack.enter_async_context(_server_of(major, queue_name))
         name, db = await new_database(pg_server)
         dbs.append(name)
         return db

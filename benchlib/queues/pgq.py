@@ -157,6 +157,7 @@ class Pgq(PullOps):
     summary = ("PgQ (Debian's postgresql-15-pgq3) through its SQL API: insert_event; one consumer per group "
                "(no pgq_coop) next_batch/get_batch_events/finish_batch; harness as pgqd: ticker(), maint_operations()")
     ticked = True  # studies that drive the group API run a harness ticker (tick + rotate)
+    server_major: ClassVar[int | None] = 15  # the server it needs: Debian 12 packages PgQ for PostgreSQL 15 only
     control_tables = ("pgq.queue", "pgq.consumer", "pgq.subscription", "pgq.tick", "pgq.retry_queue")
 
     def __init__(self, children: int = NTABLES, group: str | None = "drain", rotation_period_s: float | None = None,

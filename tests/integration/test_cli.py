@@ -52,14 +52,24 @@ def _owned_by(pid: int) -> list[Path]:
     (["sweep", "--profile", "huge"], {}, "unknown profile 'huge'"),
     (["sweep", "--study", "nope"], {}, "unknown study 'nope'"),
 ])
-def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp_path):
+def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp_path, monkeypatch, capsys):
+    """In process (the same main() the command runs; a process per case cost a minute of imports)."""
+    from benchlib import cli as command
+    from benchlib.provision import binaries
+
     data = tmp_path / "data"
     if "--data-dir" not in args and args[0] == "drain":
         args = [*args, "--data-dir", str(data)]
-    res = cli(*args, cwd=tmp_path, env=env)
-    assert res.returncode == 2, res.stderr
-    assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
-    assert "pw@" not in res.stderr  # a password is never echoed
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    binaries._version.cache_clear()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(command.signal, "signal", lambda *_: None)  # main's SIGTERM handler is for a process of its own
+    code = command.main(list(args))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and message in err, err
+    assert "pw@" not in err  # a password is never echoed
     assert not data.exists()  # refused before anything was created
 
 

@@ -159,9 +159,11 @@ async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
 
 
 @pytest.mark.parametrize("queue", queues.designs_on("postgres"))
-async def test_on_a_users_server_the_study_leaves_nothing_behind(queue, pg_db, tmp_path):
+async def test_on_a_users_server_the_study_leaves_nothing_behind(queue, target_for, tmp_path):
+    pg_db = await target_for(queue)  # a fresh database (PgQ: a PostgreSQL 15 server with its extension)
+    major = queues.QUEUES[queue].server_major if hasattr(queues.QUEUES[queue], "server_major") else None
     run = await drain.run(drain.Params(queue=queue, consumers=[2], batch_sizes=[10], prefill=50, samples=1,
-                                       warmup=0), dsn=pg_db.dsn, progress=False)
+                                       warmup=0, pg_major=major), dsn=pg_db.dsn, progress=False)
     assert run.samples["lost"].to_list() == [0]
     assert run.manifest["machine"]["fsync_per_s"] is None  # another machine's disk, perhaps: not claimed
     conn = await pg_db.connect()

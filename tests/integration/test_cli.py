@@ -186,13 +186,13 @@ def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
     before; now the sample carries the largest gap between completions and a stall flag, and the
     run says so on screen."""
     proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--consumers", "1", "--batch", "1",
-                             "--prefill", "20000", "--samples", "1", "--warmup", "0", "--data-dir", "data"],
+                             "--prefill", "12000", "--samples", "1", "--warmup", "0", "--data-dir", "data"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not any(c.name() == "postgres" for c in psutil.Process(proc.pid).children(recursive=True)):
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    time.sleep(4)  # the prefill is done; the drain of 20,000 jobs at batch 1 runs for several seconds more
+    time.sleep(2.5)  # the prefill is done; the drain of 12,000 jobs at batch 1 runs for several seconds more
     proc.send_signal(signal.SIGSTOP)
     time.sleep(2)
     proc.send_signal(signal.SIGCONT)

@@ -9,9 +9,13 @@ effect to work around.
 """
 from __future__ import annotations
 
+import math
+import re
+import textwrap
 from pathlib import Path
 
 import altair as alt
+import polars as pl
 
 alt.renderers.enable("svg")
 
@@ -40,9 +44,82 @@ def mean_with_error_bars(x: str, y: str, color: str, *, x_title: str, y_title: s
 
 
 def save(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
-    """Write stem.svg and stem.png (vl-convert, no browser)."""
+    """Write stem.svg and stem.png (vl-convert, no browser); the SVG carries STAMP."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".svg"), stem.with_suffix(".png")]
     chart.save(paths[0])
+    svg = paths[0].read_text()
+    if STAMP not in svg:
+        end = svg.find(">", svg.find("<svg")) + 1
+        paths[0].write_text(svg[:end] + STAMP + svg[end:])
     chart.save(paths[1], scale_factor=2)
     return paths
+
+
+# --- small multiples that fit a page ------------------------------------------------------
+#
+# Every chart of the report is at most MAX_WIDTH px wide: small multiples wrap into a grid
+# (a facet with `columns=`) instead of running into one long row. A chart whose panels must
+# share a y-axis but are drawn as separate facets (one per backend, one per holder) gets an
+# explicit domain (`shared_domain`), computed once over every panel it is compared with.
+
+MAX_WIDTH = 1200
+# Written into every SVG `save` writes: figures without it were rendered before the charts
+# kept to MAX_WIDTH (the committed-figures test skips those, saying so).
+STAMP = f"<!-- benchlib charts: small multiples, at most {MAX_WIDTH} px wide -->"
+BACKENDS = {"postgres": "PostgreSQL", "sqlite": "SQLite", "turso": "Turso", "s3": "S3 (emulated object store)"}
+
+
+def backend_name(backend: str) -> str:
+    return BACKENDS.get(backend, backend)
+
+
+def backend_order(backends: list[str]) -> list[str]:
+    """The provision backends in the report's order (PostgreSQL first), unknown ones last."""
+    known = list(BACKENDS)
+    return sorted(set(backends), key=lambda b: (known.index(b) if b in known else len(known), b))
+
+
+def shared_domain(values: list[float | None], *, zero: bool = True) -> list[float]:
+    """[low, high] over every non-null value, from zero unless `zero` is off; empty or flat
+    input still gives a usable range."""
+    finite = [float(v) for v in values if v is not None and not math.isnan(v)]
+    if not finite:
+        return [0.0, 1.0]
+    low, high = (min(0.0, *finite) if zero else min(finite)), max(finite)
+    return [low, high if high > low else low + 1.0]
+
+
+def wrap(layer: alt.TopLevelMixin, data: pl.DataFrame, field: str, *, columns: int, order: list[str] | None = None,
+         title: str | alt.TitleParams | None = None, header: str | None = None) -> alt.FacetChart:
+    """One panel per value of `field` that has rows, `columns` panels a row: a grid without
+    empty cells (a wrapped facet draws only the values present)."""
+    facet = alt.Facet(f"{field}:N", title=header, sort=order or "ascending",
+                      header=alt.Header(labelFontSize=11, labelFontWeight="bold"))
+    # each panel its own x-axis: a wrapped grid's last row otherwise leaves axes under no panel
+    chart = layer.facet(facet=facet, columns=columns, data=data, spacing={"row": 14, "column": 16}
+                        ).resolve_axis(x="independent")
+    return chart.properties(title=title) if title is not None else chart
+
+
+def placeholder(text: str, width: int = 400) -> alt.Chart:
+    """A chart that says why there is nothing to draw (rather than an empty frame)."""
+    return alt.Chart(pl.DataFrame({"text": [text]})).mark_text(size=13, align="left", x=5).encode(
+        text="text:N").properties(width=width, height=40)
+
+
+SUBTITLE_CHARS = 140  # a subtitle line at 11 px: about 850 px, well inside MAX_WIDTH
+
+
+def title(text: str, *subtitle: str) -> alt.TitleParams:
+    """A chart's title, anchored left, with subtitle lines wrapped so that no line widens the chart."""
+    lines = [line for s in subtitle for line in textwrap.wrap(s, SUBTITLE_CHARS)]
+    return alt.TitleParams(text=text, subtitle=lines or alt.Undefined, anchor="start",
+                           fontSize=14, subtitleFontSize=11, subtitleColor="#555")
+
+
+def svg_width(svg: str) -> float | None:
+    """The width attribute of an SVG's root element (None: it has none)."""
+    root = re.search(r"<svg\b[^>]*>", svg)
+    found = re.search(r'\swidth="([0-9.]+)(?:px)?"', root.group(0)) if root else None
+    return float(found.group(1)) if found else None

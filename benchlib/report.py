@@ -15,9 +15,10 @@ from pathlib import Path
 import altair as alt
 import jinja2
 
-from benchlib import charts, outputs, sweeps
+from benchlib import charts, features, frontpage, outputs, sweeps
 from benchlib.errors import BenchError
 from benchlib.results import load_profile, write_text
+from benchlib.queues import QUEUES
 from benchlib.studies import STUDIES
 from benchlib.tables import Table, fmt, plural
 
@@ -71,6 +72,53 @@ def _cells_with_company(manifest: dict) -> list[str]:
             if _company(c)]
 
 
+EVIDENCE_CHARS = 280  # an answer's evidence cell: the numbers that carry it, the rest is in its study's section
+
+
+def _anchor(title: str) -> str:
+    """The link GitHub makes for a `## title` heading."""
+    return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c in "-_")
+
+
+def _short(row: dict[str, str]) -> dict[str, str]:
+    evidence = row["evidence"]
+    if len(evidence) > EVIDENCE_CHARS:
+        cut = evidence[:EVIDENCE_CHARS].rsplit("; ", 1)[0]
+        evidence = cut + "; … (its section has the rest)"
+    return {**row, "evidence": evidence}
+
+
+def runs_table(manifests: list[dict]) -> Table:
+    """One line per run: where and when it measured, and who else used the machine meanwhile."""
+    import datetime as dt
+
+    rows = []
+    for m in manifests:
+        start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
+        company = m.get("company") or {}
+        server = m["server"]["version"]
+        rows.append({
+            "study": m["study"], "run": m["stem"], "server": server.split(" on ")[0].split(",")[0],
+            "started (UTC)": start.strftime("%Y-%m-%d %H:%M"), "minutes": f"{(end - start).total_seconds() / 60:.1f}",
+            "cells reused": f"{m.get('cells_reused', 0)} of {len(m.get('cells') or [])}",
+            "others / steal CPU": f"{100 * (company.get('others_share') or 0):.0f} % / "
+                                  f"{100 * (company.get('steal_share') or 0):.0f} %",
+            "fdatasync/s": fmt(m["machine"].get("fsync_per_s")),
+        })
+    return Table(rows)
+
+
+def setting_sets(manifests: list[dict]) -> list[dict]:
+    """The server settings that differ from the defaults, once per distinct set, with its runs."""
+    sets: dict[str, dict] = {}
+    for m in manifests:
+        shown = {k: v for k, v in (m["server"].get("settings_non_default") or {}).items()
+                 if k not in EPHEMERAL_SETTINGS}
+        key = repr(sorted(shown.items()))
+        sets.setdefault(key, {"settings": shown, "runs": []})["runs"].append(f"{m['study']} / {m['stem']}")
+    return list(sets.values())
+
+
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,
           out: Path | None = None) -> Path:
     """Write the report of `profile` (and its figures); paths default to the profile's own."""
@@ -81,7 +129,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
     outputs.check_writable(out.parent, "the report")
     figures_root = outputs.check_writable(figures_dir or where.figures_dir, "figures")
     env = _env()
-    sections, headline, manifests = [], [], []
+    sections, headline, manifests, fronts, use_when = [], [], [], [], []
     with outputs.locked(data_dir):
         for name in studies:  # a profile of one study only (seed) has no section for the others
             study = STUDIES[name]
@@ -105,14 +153,21 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             ctx = study.report.context(tables, found, figure, other)
             headline += ctx["headline"]
             manifests += found
+            fronts.append(study.report.front(tables, found))
+            use_when += study.report.use_when(tables, found)
             body = env.get_template(f"{name}/report.md.j2").render(s=ctx)
-            sections.append({"title": study.report.TITLE, "body": body})
+            sections.append({"title": study.report.TITLE, "body": body, "anchor": _anchor(study.report.TITLE)})
         if not manifests:
             raise BenchError(f"no `{profile}` results in {data_dir}: run `make report PROFILE={profile}` first")
+        front = frontpage.table(fronts, features.about(), frontpage.versions(manifests), list(QUEUES) + sorted(
+            {n for f in fronts for n in f} - set(QUEUES)))
         text = env.get_template("report.md.j2").render(
             profile=profile, published=where.published, sections=sections, manifests=manifests,
-            first=manifests[0], headline=Table(headline, columns=["question", "answer", "evidence"]).markdown()
+            first=manifests[0], front=front.markdown(), use_when=use_when,
+            features=features.markdown(notes=False) if profile in ("standard", "full", "smoke") else "",
+            headline=Table([_short(h) for h in headline], columns=["question", "answer", "evidence"]).markdown()
             if headline else "", method=os.path.relpath(METHOD, out.parent), busy=[m for m in manifests if _had_company(m)], company=COMPANY,
+            runs=runs_table(manifests).markdown(), setting_sets=setting_sets(manifests),
             data_dir=os.path.relpath(data_dir, out.parent))
         write_text(text, out)
     return out

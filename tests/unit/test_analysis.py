@@ -45,8 +45,8 @@ def test_drain_prose_has_no_template_artefacts():
     text = " ".join(drain.findings(drain.summarize(DRAIN), fsync_per_s=10_000))
     for artefact in ("(s)", "multiplies", "1 consumers", "25.00", "30.00"):
         assert artefact not in text
-    assert "With 1 consumer, batch 50 instead of 1 gives 25×" in text
-    assert "40% of the disk's 10,000 fdatasync/s" in text  # 2 transactions per job at 2,000 jobs/s
+    assert "A bigger batch (the smallest → the largest, one consumer): sqlite/sqlite 30×, postgres/skip_locked 25×" in text
+    assert "used 40 – 50 % of the disk's 10,000 fdatasync/s: sqlite/sqlite at half" in text  # 2 commits per job
 
 
 def test_drain_totals_count_every_row():

@@ -51,13 +51,18 @@ def brackets(results: pl.DataFrame) -> pl.DataFrame:
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
 
 
-def _bracket_text(r: dict) -> str:
+BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "the search ran out of steps",
+          "nothing passed": "nothing passed", "bracket": "", "producer-bound": "our producers could go no faster"}
+
+
+def bracket_text(r: dict) -> str:
+    """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket."""
     if r["passed"] is None:
         return f"none passed (down to {fmt(r['failed'])})" if r["failed"] else "none"
     if r["bound"] == "producer-bound":
-        return f"≥ {fmt(r['passed'])} (producer-bound at {fmt(r['failed'])})"
-    if r["failed"] is None:
-        return f"≥ {fmt(r['passed'])} ({r['bound']})"
+        return f"≥ {fmt(r['passed'])} ({BOUNDS['producer-bound']} at {fmt(r['failed'])})"
+    if r["failed"] is None or r["bound"] not in (None, "bracket"):
+        return f"≥ {fmt(r['passed'])} ({BOUNDS.get(r['bound'], r['bound'])})"
     return f"{fmt(r['passed'])} – {fmt(r['failed'])}"
 
 
@@ -66,7 +71,7 @@ def table(b: pl.DataFrame) -> Table:
     for r in b.iter_rows(named=True):
         rows.append({
             "backend": r["backend"], "system": r["system"], "consumers": fmt(r["consumers"]),
-            "batch": fmt(r["batch"]), "sustained jobs/s [pass – fail]": _bracket_text(r),
+            "batch": fmt(r["batch"]), "sustained jobs/s [pass – fail]": bracket_text(r),
             "confirmed": f"{r['confirmed_rounds']} of {r['rounds']}" if r["rounds"] else "–",
             "p99 ≤ 100 ms": fmt(r["p99_100ms"]), "p99 ≤ 1 s": fmt(r["p99_1s"]),
             "pickup p50 ms": fmt(r["pickup_p50_ms"], 1),
@@ -126,7 +131,7 @@ def sentences(b: pl.DataFrame) -> list[str]:
         if r["passed"] is None:
             out.append(f"{where} kept up with no rate tried, down to {fmt(r['failed'])} jobs/s.")
             continue
-        line = f"{where} sustains {_bracket_text(r)} jobs/s"
+        line = f"{where} sustains {bracket_text(r)} jobs/s"
         if r["p99_100ms"]:
             line += f"; with p99 ≤ 100 ms up to {fmt(r['p99_100ms'])}"
         elif r["p99_1s"]:
@@ -145,7 +150,7 @@ def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
     if not b.height:
         return []
     best = b.filter(pl.col("passed").is_not_null()).head(3)
-    tops = "; ".join(f"{r['system']} ({r['backend']}) {_bracket_text(r)}" for r in best.iter_rows(named=True))
+    tops = "; ".join(f"{r['system']} ({r['backend']}) {bracket_text(r)}" for r in best.iter_rows(named=True))
     return [{"question": "How many jobs/s does each system keep up with?",
              "answer": f"Highest sustained: {tops or 'none measured'}",
              "evidence": "capacity study: bracket search, slope interval, counted by seq"}]

@@ -1,48 +1,99 @@
-"""The capacity study's charts: pure functions of published rows (no database)."""
+"""The capacity study's charts: pure functions of published rows (no database).
+
+One group of panels per backend, each with its own axis (PostgreSQL's fastest system
+sets no scale for SQLite's or S3's), each system in its report-wide colour
+(benchlib.palette), at most benchlib.charts.MAX_WIDTH wide.
+"""
 from __future__ import annotations
 
 import altair as alt
 import polars as pl
 
 from benchlib import palette
+from benchlib.charts import backend_name, backend_order, placeholder, title, wrap
+from benchlib.tables import fmt
 
 WIDTH = 520
+LATENCY_W, LATENCY_H = 400, 260
 
 
-def brackets_chart(b: pl.DataFrame) -> alt.Chart:
-    """Sustained jobs/s per system: a bar to the highest passing rate, a tick at the lowest
-    failing one; systems at their settings' ceiling marked."""
-    data = b.filter(pl.col("passed").is_not_null()).with_columns(
-        (pl.col("system") + " (" + pl.col("backend") + ", C=" + pl.col("consumers").cast(pl.String) + ")")
-        .alias("label"), pl.when(pl.col("at_ceiling")).then(pl.lit("at its settings' ceiling"))
-        .otherwise(pl.lit("")).alias("note"))
-    order = data.sort("passed", descending=True)["label"].to_list()
-    y = alt.Y("label:N", sort=order, title=None)
-    base = alt.Chart(data)
-    bars = base.mark_bar().encode(
-        y=y, x=alt.X("passed:Q", title="sustained jobs/s (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("system:N", scale=palette.system_scale(sorted(set(data["system"]))), legend=None),
-        tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("passed:Q", format=",.0f"),
-                 alt.Tooltip("failed:Q", format=",.0f")])
-    fails = base.mark_tick(color="black", thickness=2, size=14).encode(y=y, x="failed:Q")
-    notes = base.mark_text(align="left", dx=6, fontSize=10).encode(y=y, x="failed:Q", text="note:N")
-    return alt.layer(bars, fails, notes).properties(
-        width=WIDTH, height=max(60, 22 * len(order)),
-        title="Highest rate kept up with (bar) and lowest that was not (tick)")
+def _bracket(r: dict) -> str:
+    """The bracket in words: `passed – failed jobs/s`, what ended the search where no rate failed."""
+    if r.get("failed") is None:
+        text = f"≥ {fmt(r['passed'])} jobs/s ({r.get('bound') or 'none failed'})"
+    elif r.get("bound") == "producer-bound":
+        text = f"≥ {fmt(r['passed'])} jobs/s (producer-bound at {fmt(r['failed'])})"
+    else:
+        text = f"{fmt(r['passed'])} – {fmt(r['failed'])} jobs/s"
+    return text + ("; at its settings' ceiling" if r.get("at_ceiling") else "")
 
 
-def latency_chart(steps: pl.DataFrame) -> alt.Chart:
-    """End-to-end p99 against offered rate, one line per system, failing steps hollow."""
-    data = steps.filter(pl.col("e2e_p99_ms").is_not_null() & (pl.col("purpose") != "pickup")).with_columns(
-        (pl.col("verdict") == "pass").alias("kept up"))
+def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
+    """Sustained jobs/s per system, one panel per backend on its own linear axis: a bar to the
+    highest passing rate, a tick at the lowest failing one, the bracket in numbers beside it;
+    systems at their settings' ceiling marked."""
+    if not b.height or "passed" not in b.columns:
+        return placeholder("no capacity brackets to draw")
+    data = b.filter(pl.col("passed").is_not_null())
     if not data.height:
-        return alt.Chart(pl.DataFrame({"x": []})).mark_point()
-    return alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=False, size=40)).encode(
-        x=alt.X("rate:Q", title="offered jobs/s (log scale)", scale=alt.Scale(type="log")),
-        y=alt.Y("e2e_p99_ms:Q", title="end-to-end p99, ms (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("system:N", title="system", scale=palette.system_scale(sorted(set(data["system"])))),
-        detail="backend:N", tooltip=["system", "backend", "rate", "verdict", "e2e_p99_ms"],
-    ).properties(width=WIDTH, height=300, title="Latency against offered rate (the knee is where a system falls behind)")
+        return placeholder("no system passed a step: no bracket to draw")
+    data = data.with_columns(
+        (pl.col("system") + " (C=" + pl.col("consumers").cast(pl.String) + ")").alias("label"),
+        pl.max_horizontal("passed", "failed").alias("end"),
+        pl.struct(pl.all()).map_elements(_bracket, return_dtype=pl.String).alias("bracket"))
+    colour = alt.Color("system:N", scale=palette.system_scale(list(set(data["system"]))), legend=None)
+    panels = []
+    for backend in backend_order(data["backend"].to_list()):
+        part = data.filter(pl.col("backend") == backend).sort("passed", descending=True)
+        y = alt.Y("label:N", sort=part["label"].to_list(), title="system (C = consumers)",
+                  axis=alt.Axis(labelLimit=260))
+        x_scale = alt.Scale(domain=[0, float(part["end"].max()) * 1.05], nice=True)
+        base = alt.Chart(part)
+        bars = base.mark_bar(height=14).encode(
+            y=y, x=alt.X("passed:Q", title="sustained jobs/s", scale=x_scale), color=colour,
+            tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("passed:Q", title="passed (jobs/s)",
+                                                                           format=",.0f"),
+                     alt.Tooltip("failed:Q", title="failed (jobs/s)", format=",.0f")])
+        fails = base.mark_tick(color="black", thickness=2, size=18).encode(y=y, x=alt.X("failed:Q", scale=x_scale))
+        notes = base.mark_text(align="left", dx=6, fontSize=10).encode(
+            y=y, x=alt.X("end:Q", scale=x_scale), text="bracket:N")
+        panels.append(alt.layer(bars, fails, notes).properties(
+            width=WIDTH, height=24 * part.height, title=title(backend_name(backend))))
+    return alt.vconcat(*panels, spacing=18).resolve_scale(x="independent").properties(title=title(
+        "Highest rate kept up with (bar) and lowest that was not (tick)",
+        "One panel per backend, each on its own linear axis from zero; the bracket in numbers beside each bar."))
+
+
+def latency_chart(steps: pl.DataFrame) -> alt.TopLevelMixin:
+    """End-to-end p99 against offered rate, one panel per backend (log scales of its own), one
+    line per system through the median of its steps at each rate; a failing step hollow."""
+    data = steps.filter(pl.col("e2e_p99_ms").is_not_null() & (pl.col("purpose") != "pickup")).with_columns(
+        pl.when(pl.col("verdict") == "pass").then(pl.lit("kept up")).otherwise(pl.lit("fell behind"))
+        .alias("outcome"), pl.col("backend").replace_strict(
+            {b: backend_name(b) for b in steps["backend"].unique().to_list()}, default=pl.col("backend"))
+        .alias("server"))
+    if not data.height:
+        return placeholder("no end-to-end latency to draw")
+    scale = palette.system_scale(list(set(data["system"])))
+    colour = alt.Color("system:N", title="system", scale=scale)
+    x = alt.X("rate:Q", title="offered jobs/s (log scale)", scale=alt.Scale(type="log"))
+    y_title = "end-to-end p99 (ms, log scale)"
+    line = alt.Chart().mark_line().encode(
+        x=x, y=alt.Y("median(e2e_p99_ms):Q", title=y_title, scale=alt.Scale(type="log")), color=colour)
+    tooltip = ["system", "backend", alt.Tooltip("rate:Q", title="offered jobs/s", format=",.0f"), "verdict",
+               alt.Tooltip("e2e_p99_ms:Q", title="end-to-end p99 (ms)", format=",.1f")]
+    step = alt.Chart().encode(x=x, y=alt.Y("e2e_p99_ms:Q", title=y_title, scale=alt.Scale(type="log")),
+                              color=colour, tooltip=tooltip)
+    kept = step.mark_point(size=40, filled=True, opacity=1).transform_filter("datum.verdict == 'pass'")
+    behind = step.mark_point(size=40, filled=False, fill="white", strokeWidth=1.5, opacity=1).transform_filter(
+        "datum.verdict != 'pass'")
+    servers = [backend_name(b) for b in backend_order(data["backend"].to_list())]
+    layer = alt.layer(line, kept, behind).properties(width=LATENCY_W, height=LATENCY_H)
+    return wrap(layer, data, "server", columns=min(2, len(servers)), order=servers).resolve_scale(
+        x="independent", y="independent").properties(title=title(
+            "Latency against offered rate (the knee is where a system falls behind)",
+            "One panel per backend, each on its own log scales; a line through the median of each rate's steps, "
+            "a point per step: filled if it kept up, hollow if not."))
 
 
 CHARTS = {"capacity_brackets": lambda steps, b: brackets_chart(b), "latency_vs_rate": lambda steps, b: latency_chart(steps)}

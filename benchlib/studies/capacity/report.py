@@ -9,8 +9,48 @@ import altair as alt
 import polars as pl
 
 from benchlib.studies.capacity import analysis, charts
+from benchlib.studies.drain.report import row_name
 
 TITLE = "Capacity: the rate each system keeps up with"
+
+
+def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """The front page's capacity column: the bracket of round 0, its settings' ceiling marked."""
+    b = analysis.brackets(tables["results"])
+    out = {}
+    for r in b.iter_rows(named=True):
+        name = row_name(r["backend"], r["system"])
+        text = analysis.bracket_text(r) + (" (its settings' ceiling)" if r["at_ceiling"] else "")
+        out[name] = {f"sustained jobs/s (C={r['consumers']})": text}
+    return out
+
+
+def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
+    """What the capacity study says to someone choosing, from its brackets."""
+    from benchlib.tables import fmt
+
+    b = analysis.brackets(tables["results"]).filter(pl.col("backend") == "postgres")
+    if not b.height:
+        return []
+    ranked = b.filter(pl.col("passed").is_not_null()).sort("passed", descending=True)
+    lines = []
+    if ranked.height:
+        top = ranked.head(3).iter_rows(named=True)
+        lines.append("**For the highest sustained rate on one PostgreSQL**: " + ", ".join(
+            f"{r['system']} ({analysis.bracket_text(r)} jobs/s)" for r in top)
+            + f" at {ranked['consumers'][0]} consumers (capacity study).")
+    capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
+    if capped:
+        fast = {r["system"]: r for r in b.iter_rows(named=True)}
+        lines.append("**Tune the polling before judging** " + ", ".join(
+            f"{r['system']} (capped by its own settings at {fmt(r['ceiling'])} jobs/s"
+            + (f"; {fmt(fast[r['system'] + '-fast']['passed'])} at its documented fast setting)"
+               if fast.get(r["system"] + "-fast", {}).get("passed") else ")") for r in capped) + ".")
+    quick = ranked.filter(pl.col("p99_100ms").is_not_null())
+    if quick.height:
+        lines.append("**For p99 under 100 ms**: " + ", ".join(
+            f"{r['system']} up to {fmt(r['p99_100ms'])} jobs/s" for r in quick.head(4).iter_rows(named=True)) + ".")
+    return lines
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],

@@ -98,26 +98,43 @@ SCALES = 1.2
 
 
 def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
-    """Sentences that state what the numbers show, each computed from them."""
+    """What the numbers show, each fact said once for every system it holds for (a sentence per
+    lever, the systems and their numbers listed in it), computed from the summary."""
+    lv = levers(summary)
+    if not lv:
+        return []
     out = []
-    for lv in levers(summary):
-        text = (f"**{lv['system']}** peaks at {fmt(lv['peak'])} jobs/s "
-                f"({plural(lv['peak_consumers'], 'consumer')}, batch {lv['peak_batch']}).")
-        if lv["consumer_ratio"] is not None:
-            text += (f" At batch {lv['b_lo']}, going from {plural(lv['c_lo'], 'consumer')} to {lv['c_hi']} gives "
-                     f"{ratio(lv['consumer_ratio'])} the throughput ({fmt(lv['base'])} → {fmt(lv['more_consumers'])} "
-                     "jobs/s).")
-        if lv["batch_ratio"] is not None:
-            text += (f" With {plural(lv['c_lo'], 'consumer')}, batch {lv['b_hi']} instead of {lv['b_lo']} gives "
-                     f"{ratio(lv['batch_ratio'])} ({fmt(lv['base'])} → {fmt(lv['bigger_batch'])} jobs/s).")
-        if lv["base"] and fsync_per_s and lv["b_lo"] == 1 and lv["c_lo"] == 1:
-            commits = 2 * lv["base"]  # one dequeue and one ack transaction per job
-            share = commits / fsync_per_s
-            verdict = ("well below the disk's limit, so per-transaction round trips and CPU, not fsync, bound it"
-                       if share < 0.5 else "close to the disk's limit: fsync bounds it")
-            text += (f" One consumer at batch 1 commits {fmt(commits)} transactions/s, "
-                     f"{100 * share:.0f}% of the disk's {fmt(fsync_per_s)} fdatasync/s: {verdict}.")
-        out.append(text)
+    top = sorted(lv, key=lambda x: x["peak"] or 0, reverse=True)
+    out.append("Peaks, fastest first: " + "; ".join(
+        f"{x['system']} {fmt(x['peak'])} jobs/s ({x['peak_consumers']}×{x['peak_batch']})" for x in top) + ".")
+    with_c = [x for x in lv if x["consumer_ratio"] is not None]
+    if with_c:
+        parts = []
+        for verdict, says in (("helps", "helped"), ("neutral", "made no difference to"), ("hurts", "slowed")):
+            named = [f"{x['system']} ({ratio(x['consumer_ratio'])})" for x in with_c
+                     if lever(x["consumer_ratio"]) == verdict]
+            if named:
+                parts.append(f"{says} {', '.join(named)}")
+        c_lo, c_hi = min(x["c_lo"] for x in with_c), max(x["c_hi"] for x in with_c)
+        out.append(f"More consumers ({c_lo} → {c_hi} at the smallest batch) " + "; ".join(parts) + ".")
+    with_b = [x for x in lv if x["batch_ratio"] is not None]
+    if with_b:
+        out.append("A bigger batch (the smallest → the largest, one consumer): " + ", ".join(
+            f"{x['system']} {ratio(x['batch_ratio'])}" for x in sorted(with_b, key=lambda x: -x["batch_ratio"])) + ".")
+    batchless = [x["system"] for x in lv if x["b_lo"] == x["b_hi"]]
+    if batchless:
+        out.append(f"{', '.join(batchless)} ran at one batch size only (no fetch-size setting, or a profile that "
+                   "gives one): their consumers are the only lever.")
+    at_one = [x for x in lv if x["base"] and x["b_lo"] == 1 and x["c_lo"] == 1]
+    if fsync_per_s and at_one:
+        share = {x["system"]: 2 * x["base"] / fsync_per_s for x in at_one}  # one dequeue and one ack commit per job
+        close = [n for n, v in share.items() if v >= 0.5]
+        lo, hi = min(share.values()), max(share.values())
+        span = f"{100 * lo:.0f} %" if round(100 * lo) == round(100 * hi) else f"{100 * lo:.0f} – {100 * hi:.0f} %"
+        out.append(f"At batch 1 a job is two commits (dequeue, ack); with one consumer the systems used {span} of "
+                   f"the disk's {fmt(fsync_per_s)} fdatasync/s"
+                   + (f": {', '.join(close)} at half of it or more, the rest bound by round trips and CPU, not fsync"
+                      if close else ", so round trips and CPU bound them, not fsync") + ".")
     return out
 
 
@@ -232,12 +249,17 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
                 value = num / den if num and den else None
                 row[label] = f"{ratio(value)} {_agreement(theirs, value)}" if value else "–"
             rows.append(row)
+    missing, failed = [], []
     for backend in published["throughput"]:
         ran = summary.filter((pl.col("backend") == backend) & (pl.col("queue") == "pgqrs")).height > 0
         if not ran:
-            notes.append(f"pgqrs on {backend}: not run here.")
+            missing.append(backend)
         elif _ours(summary, backend, "pgqrs", (1, 1)) is None:
-            notes.append(f"pgqrs on {backend}: no measured sample here (see the failed samples for the reason).")
+            failed.append(backend)
+    if missing:
+        notes.append(f"pgqrs on {', '.join(missing)}: not run here.")
+    if failed:
+        notes.append(f"pgqrs on {', '.join(failed)}: no measured sample here (see the failed samples for the reason).")
     return Table(rows), notes
 
 

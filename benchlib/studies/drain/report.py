@@ -71,6 +71,42 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     }
 
 
+BACKEND_NAMES = {"sqlite": "SQLite", "turso": "Turso", "s3": "S3"}
+
+
+def row_name(backend: str, queue: str) -> str:
+    """A system's row on the front page: its name on PostgreSQL, `<name> (<backend>)` elsewhere."""
+    return queue if backend == "postgres" else f"{queue} ({BACKEND_NAMES.get(backend, backend)})"
+
+
+def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """The front page's drain columns: a system's best mean jobs/s at batch 1 and over every cell."""
+    from benchlib.tables import fmt
+
+    summary = analysis.summarize(tables["samples"]).filter(pl.col("throughput_mean").is_not_null())
+    out: dict[str, dict[str, str]] = {}
+    for (backend, queue), part in summary.group_by(["backend", "queue"], maintain_order=True):
+        one = part.filter(pl.col("batch_size") == 1).sort("throughput_mean", descending=True).head(1)
+        best = part.sort("throughput_mean", descending=True).row(0, named=True)
+        out[row_name(backend, queue)] = {
+            "drain jobs/s, batch 1": f"{fmt(one['throughput_mean'][0])} (C={one['consumers'][0]})" if one.height else "–",
+            "drain jobs/s, best cell": f"{fmt(best['throughput_mean'])} ({best['consumers']}×{best['batch_size']})",
+        }
+    return out
+
+
+def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
+    """What the drain study says to someone choosing: the batch lever, from its numbers."""
+    from benchlib.tables import ratio
+
+    lv = [x for x in analysis.levers(analysis.summarize(tables["samples"])) if x["batch_ratio"]]
+    if not lv:
+        return []
+    lo, hi = min(x["batch_ratio"] for x in lv), max(x["batch_ratio"] for x in lv)
+    return [f"**Fetch in batches** wherever the system lets you: a bigger batch drained a backlog "
+            f"{ratio(lo)} to {ratio(hi)} faster for every system with a fetch-size setting (drain study)."]
+
+
 def _smaller_warmups(df: pl.DataFrame) -> list[int]:
     """Warm-up backlog sizes smaller than their system's measured backlog (none: say nothing)."""
     size = pl.col("prefill").max()

@@ -245,7 +245,7 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
             await after_restart(conn, ids)
         gone = (set(ids) - await queue.present(conn, ids)) if mode == "enqueue" else await queue.undone(conn, ids)
         settings = {r[0]: r[1] for r in await conn.fetch(
-            "SELECT name, setting || coalesce(unit, '') FROM pg_settings "
+            "SELECT name, current_setting(name) FROM pg_settings "  # as SHOW prints it: 200ms, 1MB, 0
             "WHERE name IN ('synchronous_commit', 'wal_writer_delay', 'wal_writer_flush_after')")}
     finally:
         await conn.close()

@@ -134,8 +134,11 @@ class Params:
         return {**SERVER_SETTINGS, **self.autovacuum}
 
 
+SERVER_MAJOR = (pl.Int64, "PostgreSQL major version of the server measured (null in a failed cell: the default)")
+
 SAMPLE_SCHEMA: Schema = {
     "design": (pl.String, "queue design"),
+    "server_major": SERVER_MAJOR,
     "holder": (pl.String, "what holds the horizon back in the held phase"),
     "phase": (pl.String, "baseline | held | drain (after producers stop)"),
     "t_s": (pl.Float64, "end of the window, seconds since the workload started"),
@@ -171,6 +174,7 @@ SAMPLE_SCHEMA: Schema = {
 
 PHASE_SCHEMA: Schema = {
     "design": (pl.String, ""),
+    "server_major": SERVER_MAJOR,
     "holder": (pl.String, ""),
     "phase": (pl.String, "baseline | held"),
     "duration_s": (pl.Float64, "sampled seconds in the phase"),
@@ -624,6 +628,7 @@ async def _prepare(p: Params, server: PgServer, state: dict) -> None:
     conn = await server.connect()
     try:
         state["wal_level"] = await conn.fetchval(SQL["wal_level"])
+        state["server_major"] = int(await conn.fetchval("SHOW server_version_num")) // 10000
         rows = await conn.fetch(SQL["settings_named"], list(p.server_settings()))
     finally:
         await conn.close()
@@ -643,12 +648,14 @@ async def measure(p: Params, cell: Cell, server: PgServer, state: dict, step: Ca
         step(phase, advance=int(phase == "held"))
 
     rows, phases, accounting = await run_cell(server, state["bystanders"], design, holder, p, on_phase)
-    return {"samples": rows,
-            "phases": [{**ph, **accounting, "settings": state["settings"]} for ph in phases]}
+    major = state["server_major"]
+    return {"samples": [{**r, "server_major": major} for r in rows],
+            "phases": [{**ph, **accounting, "settings": state["settings"], "server_major": major} for ph in phases]}
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
-    return {"phases": [{"phase": phase, "error": reason, "target_rate": p.rate} for phase in PHASES]}
+    return {"phases": [{"phase": phase, "error": reason, "target_rate": p.rate, "server_major": p.pg_major}
+                       for phase in PHASES]}
 
 
 def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:

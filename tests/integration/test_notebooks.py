@@ -70,7 +70,7 @@ def test_the_xmin_notebook_splits_its_wide_table(tmp_path):
 
 
 def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
-    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "sweep", "--profile", "smoke", "--study",
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "sweep", "--profile", "smoke", "--force", "--study",
                              "xmin_horizon"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "BENCH_PROGRESS": "auto"})
     deadline = time.monotonic() + 120

@@ -28,12 +28,21 @@ def paired(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
     """Per cell (`keys`): pairs with a limit, harness and pgbench mean jobs/s, the ratio's mean / min / max,
     and the fewest jobs a pgbench run finished (below the backlog: it left some behind)."""
     m = _measured(df).filter(pl.col("pgbench_jobs_s").is_not_null())
+    for name in CPU_COLUMNS:  # runs published before the CPU was read have none
+        if name not in m.columns:
+            m = m.with_columns(pl.lit(None, pl.Float64).alias(name))
     r = pl.col("harness_ratio")
     return m.group_by(keys).agg(
         pl.len().alias("pairs"), pl.col("throughput_jobs_s").mean().alias("harness"),
         pl.col("pgbench_jobs_s").mean().alias("pgbench"), r.mean().alias("ratio"), r.min().alias("ratio_min"),
         r.max().alias("ratio_max"), pl.col("pgbench_jobs").min().alias("pgbench_jobs_min"),
+        *(pl.col(name).mean().alias(name) for name in CPU_COLUMNS),
     ).sort(keys)
+
+
+# where a job's CPU went: our client's process, pgbench's, and the server's under each
+CPU_COLUMNS = ("client_cpu_us_per_job", "pgbench_cpu_us_per_job", "server_cpu_us_per_job",
+               "pgbench_server_cpu_us_per_job")
 
 
 def errors(df: pl.DataFrame, keys: Sequence[str]) -> list[dict]:
@@ -80,6 +89,14 @@ def cell_table(rows: list[dict[str, str]]) -> Table:
 
 
 def describe(r: dict) -> dict[str, str]:
-    """The three columns every limit table shares."""
+    """The columns every limit table shares: both rates, their ratio, and where a job's CPU went
+    (client and server, under our harness and under pgbench: on two shared cores, what the client
+    takes the server lacks)."""
+    def cpu(name: str) -> str:
+        return fmt(r.get(name))
+
     return {"harness jobs/s": fmt(r["harness"]), "pgbench jobs/s": fmt(r["pgbench"]),
-            "harness / pgbench": ratio_text(r)}
+            "harness / pgbench": ratio_text(r),
+            "client CPU µs/job: harness / pgbench": f"{cpu('client_cpu_us_per_job')} / {cpu('pgbench_cpu_us_per_job')}",
+            "server CPU µs/job: harness / pgbench":
+                f"{cpu('server_cpu_us_per_job')} / {cpu('pgbench_server_cpu_us_per_job')}"}

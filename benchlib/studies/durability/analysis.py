@@ -25,8 +25,11 @@ from benchlib.studies.durability.measure import CONFIGS, CRASH_MODES
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["config", "queue", "jobs", "concurrency"]
-# the reference: a published Rust SKIP LOCKED benchmark (2,000 jobs, concurrency 1-16)
+# the reference: a published Rust SKIP LOCKED benchmark (2,000 jobs, concurrency 1-16), named
+# where it is cited (REFERENCE_NAME)
 REFERENCE = {"default_1": 521, "async_1": 8010, "async_ratio_1": 8010 / 521}
+REFERENCE_NAME = ("the throughput benchmark of the Rust crate rust-job-queue-api-worker-system "
+                  "(its bench/RESULTS.md, PostgreSQL 16 in Docker on a Ryzen 7 9800X3D)")
 SAME = (1 / 1.1, 1.1)  # a ratio inside this band is "within 10 %": the same, given the noise here
 LEVEL = 0.95  # every interval's confidence
 PERCENT = f"{100 * LEVEL:.0f} %"
@@ -405,8 +408,8 @@ def variant_findings(df: pl.DataFrame) -> list[str]:
         out.append(f"`synchronous_commit=off` (`async_commit`) ran at {_interval(lo)} `default`'s throughput at "
                    f"{plural(lo['concurrency'], 'client')}{where(primary)} ({lo['rounds']} "
                    f"{'round' if lo['rounds'] == 1 else 'rounds'}: {', '.join(ratio(x) for x in lo['ratios'])}). "
-                   f"The reference measured {ratio(REFERENCE['async_ratio_1'])} at one worker "
-                   f"({REFERENCE['default_1']:,} → {REFERENCE['async_1']:,}).")
+                   f"The reference, {REFERENCE_NAME}, measured {ratio(REFERENCE['async_ratio_1'])} at one worker "
+                   f"({REFERENCE['default_1']:,} → {REFERENCE['async_1']:,} jobs/s).")
     apart = [r for r in rr.iter_rows(named=True) if _side(r) in ("below", "above")]
     single = sorted({(r["server_major"], r["config"]) for r in rr.iter_rows(named=True) if r["lo"] is None},
                     key=lambda x: (x[0] != primary, -x[0], list(CONFIGS).index(x[1])))

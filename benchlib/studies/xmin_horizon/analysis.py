@@ -33,6 +33,13 @@ def _change(before: float | None, after: float | None, unit: str = "", digits: i
     return f"{fmt(before, digits)} → {fmt(after, digits)}{unit}{r}"
 
 
+def _per_hour(growth_bytes: int | None, seconds: float | None) -> str:
+    """A phase's table growth as a rate, MiB per hour at that load (a reader's horizon is hours)."""
+    if growth_bytes is None or not seconds:
+        return "–"
+    return fmt(growth_bytes / 2**20 / seconds * 3600, 0)
+
+
 def table(phases: pl.DataFrame):
     """Per (design, holder, phase), split in two tables that fit a page."""
     rows = []
@@ -42,8 +49,8 @@ def table(phases: pl.DataFrame):
             "enqueue/s (target)": f"{fmt(r['enqueue_rate'])} ({fmt(r['target_rate'])})",
             "dequeue/s": fmt(r["dequeue_rate"]),
             "peak dead tuples": fmt(r["peak_n_dead_tup"]),
-            "end size MB": mb(r["end_data_bytes"]),
-            "growth MB": mb(r["data_bytes_growth"]),
+            "end size MiB": mb(r["end_data_bytes"]),
+            "growth MiB/h": _per_hour(r["data_bytes_growth"], r["duration_s"]),
             "autovacuums": fmt(r["autovacuums"]),
             "max xmin age (xids)": fmt(r["max_xmin_age_xids"]),
             "bystander p50 / p95 / p99 ms": " / ".join(fmt(r[f"bystander_p{q}_ms"], 2) for q in (50, 95, 99)),
@@ -54,8 +61,8 @@ def table(phases: pl.DataFrame):
             "error": r["error"] or "",
         })
     t = Table(rows)
-    groups = [("Workload and bloat", ["enqueue/s (target)", "dequeue/s", "peak dead tuples", "end size MB",
-                                      "growth MB", "autovacuums", "max xmin age (xids)"]),
+    groups = [("Workload and bloat", ["enqueue/s (target)", "dequeue/s", "peak dead tuples", "end size MiB",
+                                      "growth MiB/h", "autovacuums", "max xmin age (xids)"]),
               ("Bystanders, rotation and accounting", ["bystander p50 / p95 / p99 ms", "rotations", "longest gap s",
                                                        "ticks", "lost / dup"])]
     if any(r["error"] for r in rows):
@@ -92,7 +99,7 @@ def findings(phases: pl.DataFrame) -> list[str]:
         b, h = by["baseline"], by["held"]
         text = (f"**{design} / {holder}**: peak dead tuples "
                 f"{_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'], floor=RATIO_FLOOR)}; "
-                f"size growth during the phase {mb(b['data_bytes_growth'])} → {mb(h['data_bytes_growth'])} MB; "
+                f"size growth during the phase {mb(b['data_bytes_growth'])} → {mb(h['data_bytes_growth'])} MiB; "
                 f"dequeue {_change(b['dequeue_rate'], h['dequeue_rate'], ' jobs/s')}; "
                 f"bystander p95 {_change(b['bystander_p95_ms'], h['bystander_p95_ms'], ' ms', 2)}")
         verdict = rotation_verdict(b, h)
@@ -150,7 +157,7 @@ def headline(phases: pl.DataFrame) -> list[dict[str, str]]:
             if not by:
                 continue
             b, h = by["baseline"]["peak_n_dead_tup"], by["held"]["peak_n_dead_tup"]
-            growth = f"size growth {mb(by['baseline']['data_bytes_growth'])} → {mb(by['held']['data_bytes_growth'])} MB"
+            growth = f"size growth {mb(by['baseline']['data_bytes_growth'])} → {mb(by['held']['data_bytes_growth'])} MiB"
             if b is not None and b >= RATIO_FLOOR and h is not None:
                 parts.append(f"{holder}: dead tuples {ratio(h / b)} ({fmt(b)} → {fmt(h)}), {growth}")
             elif h is not None:

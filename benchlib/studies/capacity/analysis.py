@@ -156,6 +156,30 @@ def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
              "evidence": "capacity study: bracket search, slope interval, counted by seq"}]
 
 
+REFERENCE = "skip_locked"  # our reference design: public SQL, so pgbench can run its statements
+
+
+def limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
+    """Beside our reference design's capacity, what pgbench drained with the same statements at the
+    same consumers and batch on the same kind of server (the drain study's pgbench runs): the
+    server's limit for that SQL with no Python client in the way, a backlog rather than a rate."""
+    if drain is None or "pgbench_jobs_s" not in drain.columns or not b.height:
+        return None
+    ours = b.filter((pl.col("system") == REFERENCE) & (pl.col("backend") == "postgres"))
+    if not ours.height or ours["passed"][0] is None:
+        return None
+    r = ours.row(0, named=True)
+    limit = drain.filter((pl.col("queue") == REFERENCE) & (pl.col("backend") == "postgres")
+                         & (pl.col("consumers") == r["consumers"]) & (pl.col("batch_size") == r["batch"])
+                         & ~pl.col("warmup"))["pgbench_jobs_s"].drop_nulls()
+    if not limit.len():
+        return None
+    return (f"Beside {REFERENCE}'s sustained {bracket_text(r)} jobs/s: pgbench, running its very statements with "
+            f"{r['consumers']} clients at batch {r['batch']} on the same kind of server, drained a backlog at "
+            f"{fmt(limit.mean())} jobs/s (the drain study, {plural(limit.len(), 'run')}): the server's limit for "
+            "that SQL with no Python client in the way and no producer beside it.")
+
+
 def steps_table(steps: pl.DataFrame) -> Table:
     """Every step: rate, verdict and why, the backlog's slope interval, latency and cost."""
     rows = []

@@ -57,6 +57,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "failed_cells": summary.filter(pl.col("samples").fill_null(0) == 0).height,
         "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list()) - {0}),
         "prefill": sorted(set(df.filter(~pl.col("warmup"))["prefill"].drop_nulls().to_list())),
+        "shortest": _shortest(df),
         "smaller_warmups": _smaller_warmups(df),
         "failed_samples": df.filter(pl.col("error").is_not_null()).height,
         # one line per system and reason: a backend a library lacks fails every sample alike
@@ -105,6 +106,18 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
     lo, hi = min(x["batch_ratio"] for x in lv), max(x["batch_ratio"] for x in lv)
     return [f"**Fetch in batches** wherever the system lets you: a bigger batch drained a backlog "
             f"{ratio(lo)} to {ratio(hi)} faster for every system with a fetch-size setting (drain study)."]
+
+
+def _shortest(df: pl.DataFrame) -> dict[str, Any] | None:
+    """The shortest measured sample: how long, and whose (a sample under 2 s measures start-up)."""
+    from benchlib.results import measured
+
+    m = measured(df).filter(pl.col("elapsed_s").is_not_null())
+    if not m.height:
+        return None
+    r = m.sort("elapsed_s").row(0, named=True)
+    return {"seconds": r["elapsed_s"], "where": f"{row_name(r['backend'], r['queue'])} at "
+            f"{r['consumers']}×{r['batch_size']}", "under_2s": m.filter(pl.col("elapsed_s") < 2).height}
 
 
 def _smaller_warmups(df: pl.DataFrame) -> list[int]:

@@ -65,5 +65,11 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
         if unknown:
             raise BenchError(f"{path.name} [{profile}]: unknown parameter {shown(unknown[0])} "
                              f"({study} takes {', '.join(sorted(known))})")
-        module.Params(**run)  # values: BenchError with the parameter's name
+        params = module.Params(**run)  # values: BenchError with the parameter's name
+        check = getattr(module, "profile_check", None)  # what only a profile can get wrong (a study's own rule)
+        if check is not None:
+            try:
+                check(params)
+            except BenchError as err:
+                raise BenchError(f"{path.name} [{profile}]: {err}") from None
     return runs

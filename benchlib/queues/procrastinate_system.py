@@ -4,7 +4,8 @@ Installed with its own schema function (`apply_schema_async`) into a schema of i
 own (the connections' search_path), so a fresh sample and cleanup are one DROP
 SCHEMA. Jobs are deferred with `batch_defer_async`; `run_worker_async(concurrency=C)`
 handles them with a no-op task that reports the job's `seq` (its payload arrives as
-the task's keyword arguments). procrastinate fetches one job per query and has no
+the task's keyword arguments). The producer's app (a pool of one connection) is opened
+at the first enqueue and kept for the session, as a service keeps it. procrastinate fetches one job per query and has no
 fetch-size setting, so the studies sweep its concurrency only.
 
 Draining a backlog (`continuous=False`): `wait=False`, so the worker returns once it
@@ -35,6 +36,13 @@ class Session:
         self.target = target
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.handled: Handled | None = None
+        self.producer: Any = None  # (open app, its noop task): opened once, as a service opens it at start
+        self.producing = asyncio.Lock()
+
+    async def close(self) -> None:
+        if self.producer is not None:
+            (app, _), self.producer = self.producer, None
+            await app.close_async()
 
     def app(self, pool_size: int) -> procrastinate.App:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(
@@ -48,6 +56,7 @@ class Session:
         return app
 
     async def uninstall(self) -> None:
+        await self.close()  # its pool may hold prepared statements of the old tables
         await run_sql(self.target, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
     async def install(self) -> None:
@@ -57,8 +66,12 @@ class Session:
             await app.schema_manager.apply_schema_async()
 
     async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
-        async with self.app(1).open_async():
-            return list(await self.task.batch_defer_async(*(json.loads(p) for p in payloads)))
+        async with self.producing:
+            if self.producer is None:
+                app = self.app(1)
+                self.producer = (await app.open_async(), self.task)
+            _, task = self.producer
+            return list(await task.batch_defer_async(*(json.loads(p) for p in payloads)))
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
                    continuous: bool = False) -> None:
@@ -77,7 +90,7 @@ class Procrastinate:
     kind = "worker"
     package = "procrastinate"
     batch_setting = None  # one job per fetch query; no setting to change that
-    extra_connections = 2
+    extra_connections = 3  # the fetcher, a spare, the producer's
     summary = "procrastinate: batch_defer_async; run_worker_async(concurrency=C); one job per fetch"
     tables = (f"{SCHEMA}.procrastinate_jobs",)
     control_tables = (f"{SCHEMA}.procrastinate_workers", f"{SCHEMA}.procrastinate_events",
@@ -91,4 +104,8 @@ class Procrastinate:
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        yield Session(target)
+        session = Session(target)
+        try:
+            yield session
+        finally:
+            await session.close()

@@ -47,6 +47,21 @@ async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
         durability.measure.crash_moments(params, "skip_locked", "ack")
 
 
+async def test_a_crash_cycle_under_async_eager_runs_with_the_settings_it_names():
+    """One real crash per mode with `async_eager` (synchronous_commit=off, the WAL writer woken
+    by every commit): the crash rows carry the settings as the restarted server reports them,
+    the clients had work acknowledged, and every acknowledged id is accounted (lost within it)."""
+    params = durability.Params(config="async_eager", concurrency=[2], jobs=[200], samples=1, warmup=0, crashes=1,
+                               crash_after_s=[0.3, 0.3], crash_backlog=2000)
+    run = await durability.run(params, progress=False)
+    crashes = run.crashes
+    assert crashes.height == 2 and crashes["error"].is_null().all(), crashes["error"].to_list()
+    assert set(crashes["mode"]) == {"enqueue", "ack"}
+    assert (crashes["synchronous_commit"] == "off").all() and (crashes["wal_writer_flush_after"] == "0").all()
+    assert (crashes["acked"] > 0).all() and ((crashes["lost"] >= 0) & (crashes["lost"] <= crashes["acked"])).all()
+    assert run.samples["error"].is_null().all() and (run.samples["lost"] == 0).all()
+
+
 @pytest.mark.parametrize("mode", ["enqueue", "ack"])
 async def test_the_count_sees_a_loss_it_is_shown(mode):
     """A fault injected after the restart (acknowledged jobs deleted, or put back as not

@@ -1,4 +1,4 @@
-"""Charts a person can read: every chart of the drain, xmin-horizon and capacity studies at
+"""Charts a person can read: every chart of the drain, xmin-horizon, capacity and enqueue studies at
 most 1,200 px wide, no empty panel, one colour per system; and the committed figures that
 report.md shows within the same width.
 
@@ -27,6 +27,8 @@ from benchlib.studies.capacity import analysis as capacity_analysis
 from benchlib.studies.capacity import charts as capacity_charts
 from benchlib.studies.capacity.measure import RESULTS, STEPS
 from benchlib.studies.drain import charts as drain_charts
+from benchlib.studies.enqueue import charts as enqueue_charts
+from benchlib.studies.enqueue.measure import SAMPLES as ENQUEUE_SAMPLES
 from benchlib.studies.drain.measure import SAMPLES
 from benchlib.studies.xmin_horizon import charts as xmin_charts
 from benchlib.studies.xmin_horizon.measure import SAMPLE_SCHEMA
@@ -128,6 +130,25 @@ def capacity_tables(systems=CAPACITY_SYSTEMS) -> tuple[pl.DataFrame, pl.DataFram
     return frame(steps, STEPS), frame(results, RESULTS)
 
 
+def enqueue_samples() -> pl.DataFrame:
+    """The standard profile's enqueue grid: every system on PostgreSQL 18, PgQ beside our
+    reference on 15, a system with no bulk call (absurd, PgQ) at one job per call only."""
+    rows = []
+    pg18 = [(18, s, r) for s, r in (("skip_locked", 2_000), ("pgmq", 1_800), ("pgqrs", 900), ("awa", 1_500),
+                                    ("absurd", 400), ("river", 1_200), ("pg-boss", 700), ("graphile-worker", 800))]
+    for major, system, single in pg18 + [(15, "skip_locked", 2_100), (15, "pgq", 1_700)]:
+        batches = [1] if system in ("absurd", "pgq") else [1, 100, 1000, 100_000]
+        for size in (100, 2048):
+            for batch in batches:
+                if batch * size > 64 << 20:
+                    continue
+                rate = single * min(batch, 60) ** 0.9
+                rows.append({"system": system, "kind": "pull", "server_major": major, "payload_bytes": size,
+                             "clients": 1, "batch": batch, "jobs_s": rate, "mib_s": rate * size / 2**20,
+                             "call_p50_ms": batch / rate * 1e3, "duplicates": 0})
+    return frame(rows, ENQUEUE_SAMPLES)
+
+
 def every_chart() -> dict[str, object]:
     """Every chart of the three studies, from the fixture frames, by a readable name."""
     drain = drain_samples()
@@ -145,6 +166,7 @@ def every_chart() -> dict[str, object]:
                                                             "rotation", "pgmq", "pgqrs")]}, windows=36)
     out.update({f"xmin/seed/{name}": make(seed) for name, make in xmin_charts.CHARTS.items()})
     out.update({f"capacity/{name}": make(steps, brackets) for name, make in capacity_charts.CHARTS.items()})
+    out.update({f"enqueue/{name}": make(enqueue_samples()) for name, make in enqueue_charts.CHARTS.items()})
     return out
 
 

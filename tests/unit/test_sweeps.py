@@ -85,6 +85,19 @@ def test_profile_typos_are_caught(tmp_path, monkeypatch):
         sweeps.load("drain", "smoke")
 
 
+def test_a_run_that_sizes_backlogs_per_cell_must_name_every_cell(tmp_path, monkeypatch):
+    """A cell left out of prefill_per_cell would drain `prefill` jobs: River at its defaults
+    once spent minutes on one such sample. Every profile run names each cell it sweeps."""
+    (tmp_path / "drain.yaml").write_text(
+        "standard:\n  runs:\n    - {backend: postgres, queue: river, consumers: [1, 4], batch_sizes: [1, 10],\n"
+        "       prefill_per_cell: {1x1: 100, 4x1: 300}}\n")
+    monkeypatch.setattr(sweeps, "PROFILE_DIR", tmp_path)
+    with pytest.raises(BenchError, match=r"drain.yaml \[standard\]: postgres river: prefill_per_cell names no "
+                                         r"backlog for 1x10, 4x10") as err:
+        sweeps.load("drain", "standard")
+    assert "\n" not in str(err.value)
+
+
 def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     assert sweeps.studies_with("seed") == ["xmin_horizon"]
     (run,) = sweeps.load("xmin_horizon", "seed")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib import runner
+from benchlib.errors import BenchError
 from benchlib.studies.drain import analysis, measure, report
 from benchlib.studies.drain.measure import STUDY, Params, drain_once
 
@@ -20,4 +21,17 @@ async def run(params: Params, **options: Any) -> runner.Run:
     return await runner.run(measure, params, **options)
 
 
-__all__ = ["NOTEBOOK", "Params", "STUDY", "analysis", "drain_once", "measure", "report", "run"]
+def profile_check(params: Params) -> None:
+    """A profile run that sizes backlogs per cell names every cell it sweeps: a cell left out
+    would silently drain `prefill` jobs, and a slow system's sample could take many minutes
+    (River at its defaults once spent 6 minutes on one 3,500-job sample)."""
+    if not params.prefill_per_cell:
+        return
+    missing = [f"{c}x{b}" for c in params.consumers for b in params.batch_sizes
+               if f"{c}x{b}" not in params.prefill_per_cell]
+    if missing:
+        raise BenchError(f"{params.backend} {params.queue}: prefill_per_cell names no backlog for "
+                         f"{', '.join(missing)}: name every cell of consumers x batch_sizes, or narrow them")
+
+
+__all__ = ["NOTEBOOK", "Params", "STUDY", "analysis", "drain_once", "measure", "profile_check", "report", "run"]

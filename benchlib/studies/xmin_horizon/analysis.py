@@ -40,8 +40,28 @@ def _per_hour(growth_bytes: int | None, seconds: float | None) -> str:
     return fmt(growth_bytes / 2**20 / seconds * 3600, 0)
 
 
-def table(phases: pl.DataFrame):
-    """Per (design, holder, phase), split in two tables that fit a page."""
+def _age(xids: int | None, seconds: float | None) -> str:
+    """The oldest horizon's age in transactions, and in time where a transaction holds it (a
+    slot's xmin has no start time)."""
+    return fmt(xids) + (f" ({fmt(seconds)} s)" if xids is not None and seconds is not None else "")
+
+
+def oldest_seconds(samples: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Per (design, holder, phase[, server major]): the oldest age in seconds of a transaction
+    holding the horizon (the samples' readings; what a reader's monitoring shows)."""
+    if samples is None or "xmin_age_s" not in samples.columns:
+        return None
+    key = KEY + (["server_major"] if "server_major" in samples.columns else [])
+    return samples.group_by(key).agg(pl.col("xmin_age_s").max().alias("max_xmin_age_s"))
+
+
+def table(phases: pl.DataFrame, samples: pl.DataFrame | None = None):
+    """Per (design, holder, phase), split in two tables that fit a page; with the samples, the
+    oldest horizon's age also in seconds."""
+    ages = oldest_seconds(samples)
+    if ages is not None:
+        on = [k for k in ages.columns if k != "max_xmin_age_s" and k in phases.columns]
+        phases = phases.join(ages.select(*on, "max_xmin_age_s"), on=on, how="left", nulls_equal=True)
     rows = []
     for r in phases.sort(KEY).iter_rows(named=True):
         rows.append({
@@ -52,7 +72,7 @@ def table(phases: pl.DataFrame):
             "end size MiB": mb(r["end_data_bytes"]),
             "growth MiB/h": _per_hour(r["data_bytes_growth"], r["duration_s"]),
             "autovacuums": fmt(r["autovacuums"]),
-            "max xmin age (xids)": fmt(r["max_xmin_age_xids"]),
+            "oldest xmin, xids (s)": _age(r["max_xmin_age_xids"], r.get("max_xmin_age_s")),
             "bystander p50 / p95 / p99 ms": " / ".join(fmt(r[f"bystander_p{q}_ms"], 2) for q in (50, 95, 99)),
             "rotations": fmt(r["rotations"]),
             "longest gap s": fmt(r["rotation_stall_s"], 1),
@@ -62,7 +82,7 @@ def table(phases: pl.DataFrame):
         })
     t = Table(rows)
     groups = [("Workload and bloat", ["enqueue/s (target)", "dequeue/s", "peak dead tuples", "end size MiB",
-                                      "growth MiB/h", "autovacuums", "max xmin age (xids)"]),
+                                      "growth MiB/h", "autovacuums", "oldest xmin, xids (s)"]),
               ("Bystanders, rotation and accounting", ["bystander p50 / p95 / p99 ms", "rotations", "longest gap s",
                                                        "ticks", "lost / dup"])]
     if any(r["error"] for r in rows):

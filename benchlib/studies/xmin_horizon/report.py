@@ -104,7 +104,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     names = [n for n in charts.CHARTS if n != "rotation_children" or charts.has_rotation(samples)]
     return {
         "figures": [figure(name, charts.CHARTS[name](samples)) for name in names],
-        "table": analysis.table(phases).markdown(),
+        "table": analysis.table(phases, samples).markdown(),
         "findings": analysis.findings(phases),
         "headline": analysis.headline(phases),
         "rotation": analysis.rotation_by_holder(phases),
@@ -122,7 +122,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
                  **analysis.accounting(seed)} if seed is not None else None,
         **analysis.accounting(phases),
         "other_server": {"major": int(elsewhere["server_major"].drop_nulls()[0]),
-                         "table": analysis.table(elsewhere).markdown(), "findings": analysis.findings(elsewhere),
+                         "table": analysis.table(elsewhere, tables["samples"]).markdown(), "findings": analysis.findings(elsewhere),
                          "rotation": analysis.rotation_by_holder(elsewhere),
                          **analysis.accounting(elsewhere)} if elsewhere.height else None,
     }

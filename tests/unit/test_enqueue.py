@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
 import pytest
 
 from benchlib.errors import BenchError

@@ -11,8 +11,9 @@ One cell = (system, payload size, clients, batch) on a freshly installed system:
 connections (pull systems) or sessions of the library, one per client (worker systems: a
 session serialises its own enqueues, as one client of a service does) each send calls of
 `batch` jobs back to back for `seconds` (a call that is under way when the time is up
-finishes and counts); rate = jobs the system acknowledged / elapsed. Every job carries its sequence number and the ids the
-system returned are counted (distinct ids = jobs acknowledged; a repeated id is an error).
+finishes and counts); rate = jobs the system acknowledged / elapsed. Every job carries its
+sequence number and the ids the system returned are counted (distinct ids = jobs
+acknowledged; a repeated id is an error).
 Nothing consumes them: this is the producer's side alone.
 """
 from __future__ import annotations

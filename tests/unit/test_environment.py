@@ -28,3 +28,12 @@ def test_lock_pins_every_dependency():
     pinned = {_name(line) for line in (REPO_ROOT / "requirements.lock").read_text().splitlines()
               if "==" in line and not line.lstrip().startswith("#")}
     assert {_name(d) for d in project} <= pinned
+
+
+def test_test_modules_have_unique_basenames():
+    """pytest's default (prepend) import mode imports a test module by its basename: two files
+    named alike in different folders stop collection ("import file mismatch"), as CI once did."""
+    seen: dict[str, str] = {}
+    for path in sorted((REPO_ROOT / "tests").rglob("test_*.py")):
+        other = seen.setdefault(path.name, str(path.relative_to(REPO_ROOT)))
+        assert other == str(path.relative_to(REPO_ROOT)), f"{path.name}: {other} and {path.relative_to(REPO_ROOT)}"

@@ -10,12 +10,15 @@ STAMP := $(VENV)/.installed
 PROFILE ?= standard
 # FORCE=1 reruns cells that data/ already holds for the same code on this machine
 FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
+# STUDY=drain measures that study only, then renders the whole report from data/ (a change
+# that touches one study re-publishes that study)
+STUDY_FLAG := $(if $(STUDY),--study $(STUDY),)
 
 .PHONY: help setup pgqrs-full report test test-all lab lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  variables: PROFILE=smoke|standard|seed|full (report, default standard), FORCE=1 (rerun cached cells)"
+	@echo "  variables: PROFILE=smoke|standard|seed|full (report, default standard), FORCE=1 (rerun cached cells), STUDY=NAME (report: measure one study)"
 
 setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to date)
 
@@ -34,7 +37,7 @@ pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rus
 # then fails too; bad input (2) or an interrupt (130) renders nothing.
 report: setup ## run every study for PROFILE (papermill), then render its figures and report
 	$(if $(filter smoke,$(PROFILE)),,$(PY) -m benchlib.wheels ensure)
-	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(FORCE_FLAG) || rc=$$?; \
+	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(STUDY_FLAG) $(FORCE_FLAG) || rc=$$?; \
 	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 
 test: setup ## unit, integration and contract tests (real servers), then nbval over every notebook; not the slow ones

@@ -119,6 +119,12 @@ def setting_sets(manifests: list[dict]) -> list[dict]:
     return list(sets.values())
 
 
+def _stale_layout(tables: dict, schemas: dict) -> list[str]:
+    """The columns today's schemas have that no published run of a table carries: results
+    written before a study's layout changed, which its analysis cannot read."""
+    return sorted(c for t, df in tables.items() for c in schemas[t] if c not in df.columns)
+
+
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,
           out: Path | None = None) -> Path:
     """Write the report of `profile` (and its figures); paths default to the profile's own."""
@@ -129,7 +135,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
     outputs.check_writable(out.parent, "the report")
     figures_root = outputs.check_writable(figures_dir or where.figures_dir, "figures")
     env = _env()
-    sections, headline, manifests, fronts, use_when = [], [], [], [], []
+    sections, headline, manifests, fronts, use_when, stale_studies = [], [], [], [], [], []
     with outputs.locked(data_dir):
         for name in studies:  # a profile of one study only (seed) has no section for the others
             study = STUDIES[name]
@@ -140,6 +146,17 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                 where_rel = os.path.relpath(data_dir / name / profile, out.parent)
                 sections.append({"title": study.report.TITLE, "body": f"No `{profile}` results for this study in "
                                  f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
+                continue
+            stale = _stale_layout(tables, study.measure.TABLES)
+            if stale:
+                stale_studies.append(name)
+                where_rel = os.path.relpath(data_dir / name / profile, out.parent)
+                shas = sorted({(m.get("git") or {}).get("sha", "?")[:7] for m in found})
+                sections.append({"title": study.report.TITLE, "body": (
+                    f"The `{profile}` results in `{where_rel}/` were written by an earlier layout of this study "
+                    f"(commit {', '.join(shas)}) and lack {plural(len(stale), 'column')} it now records "
+                    f"(`{'`, `'.join(stale[:3])}`{', …' if len(stale) > 3 else ''}), so they are not shown: "
+                    f"`make report PROFILE={profile} STUDY={name}` re-measures them.\n")})
                 continue
 
             def figure(chart_name: str, chart: alt.TopLevelMixin, study_name: str = name) -> Path:
@@ -158,7 +175,9 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             body = env.get_template(f"{name}/report.md.j2").render(s=ctx)
             sections.append({"title": study.report.TITLE, "body": body, "anchor": _anchor(study.report.TITLE)})
         if not manifests:
-            raise BenchError(f"no `{profile}` results in {data_dir}: run `make report PROFILE={profile}` first")
+            older = f" ({', '.join(stale_studies)}: an earlier layout's)" if stale_studies else ""
+            raise BenchError(f"no `{profile}` results this code can read in {data_dir}{older}: "
+                             f"run `make report PROFILE={profile}` first")
         front = frontpage.table(fronts, features.about(), frontpage.versions(manifests), list(QUEUES) + sorted(
             {n for f in fronts for n in f} - set(QUEUES)))
         text = env.get_template("report.md.j2").render(

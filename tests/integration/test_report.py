@@ -62,6 +62,36 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     assert "**ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
 
 
+def test_results_of_an_earlier_layout_are_named_not_rendered(smoke_data, tmp_path):
+    """A study whose published tables lack columns its code now records (data committed before
+    a change re-keyed it) gets a section that says so and how to re-measure it, instead of a
+    traceback from its analysis; with nothing else to show, one line says why."""
+    import shutil
+
+    import polars as pl
+
+    from benchlib.errors import BenchError
+    from benchlib.studies import xmin_horizon
+
+    data = tmp_path / "data"
+    shutil.copytree(smoke_data, data)
+    old = data / "xmin_horizon" / "smoke"
+    old.mkdir(parents=True)
+    for table in xmin_horizon.measure.TABLES:
+        pl.DataFrame({"design": ["rotation"], "old_metric": [1.0]}).write_parquet(old / f"postgres.{table}.parquet")
+    manifest = json.loads((data / "drain" / "smoke" / "sqlite__sqlite.manifest.json").read_text())
+    (old / "postgres.manifest.json").write_text(json.dumps(manifest | {"study": "xmin_horizon", "stem": "postgres",
+                                                                       "git": {"sha": "abcdef0123", "dirty": False}}))
+    text = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
+    section = text[text.index("## " + xmin_horizon.report.TITLE):]
+    assert "were written by an earlier layout of this study (commit abcdef0)" in section
+    assert "`make report PROFILE=smoke STUDY=xmin_horizon` re-measures them" in section
+    assert "## " + drain.report.TITLE in text  # the study that can be read is rendered
+    shutil.rmtree(data / "drain")
+    with pytest.raises(BenchError, match=r"xmin_horizon: an earlier layout's\): run `make report PROFILE=smoke`"):
+        report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md")
+
+
 async def test_the_seed_cell_is_rendered_beside_the_published_comparison(tmp_path):
     from benchlib.studies import xmin_horizon
 

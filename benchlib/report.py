@@ -185,7 +185,8 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             first=manifests[0], front=front.markdown(), use_when=use_when,
             features=features.markdown(notes=False) if profile in ("standard", "full", "smoke") else "",
             headline=Table([_short(h) for h in headline], columns=["question", "answer", "evidence"]).markdown()
-            if headline else "", method=os.path.relpath(METHOD, out.parent), busy=[m for m in manifests if _had_company(m)], company=COMPANY,
+            if headline else "", method=os.path.relpath(METHOD, out.parent),
+            busy=[m for m in manifests if _had_company(m)], company=COMPANY,
             runs=runs_table(manifests).markdown(), setting_sets=setting_sets(manifests),
             data_dir=os.path.relpath(data_dir, out.parent))
         write_text(text, out)

@@ -50,8 +50,22 @@ def studies_with(profile: str) -> list[str]:
     return found
 
 
+def defaults(params_class: type) -> dict[str, Any]:
+    """Every parameter's default as the study's Params declares it. A run is handed all of
+    them: papermill injects only the names it is given, and a notebook's parameters cell holds
+    the tiny values nbval runs in CI, which must never stand in for a profile's."""
+    out = {}
+    for f in dataclasses.fields(params_class):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
 def load(study: str, profile: str) -> list[dict[str, Any]]:
-    """The validated parameter sets (one per run) of `profile` for `study`."""
+    """The validated parameter sets (one per run) of `profile` for `study`, each complete:
+    what the profile names over the study's defaults (`defaults`)."""
     module = study_module(study)
     path = PROFILE_DIR / f"{study}.yaml"
     spec = _spec(study)
@@ -72,4 +86,4 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
                 check(params)
             except BenchError as err:
                 raise BenchError(f"{path.name} [{profile}]: {err}") from None
-    return runs
+    return [{**defaults(module.Params), **run} for run in runs]

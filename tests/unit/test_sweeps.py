@@ -18,7 +18,8 @@ def test_every_profile_is_valid_and_matches_the_notebook(study, profile, tmp_pat
     jobs = sweep.plan(profile, [study], data_dir=tmp_path)
     assert jobs and all(j.out.suffix == ".ipynb" and "build" in j.out.parts for j in jobs)
     if study == "drain" and profile != "smoke":  # smoke: one of each kind, for three minutes in all
-        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso", "s3"}
+        s3 = {"s3"} if profile == "full" else set()  # standard: not until the emulator's proxy is fixed (README)
+        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso"} | s3
         systems = {j.parameters["queue"] for j in jobs}
         assert set(queues.QUEUES) - systems <= {"skip_locked_delete", "claim_then_delete", "rotation",
                                                 "reference_adapter", "pg-boss-fast", "pgq"}
@@ -53,7 +54,7 @@ def test_standard_profile_compares_systems_on_the_same_work():
     by_backend: dict[str, list[dict]] = {}
     for r in runs:
         by_backend.setdefault(r["backend"], []).append(r)
-    own = {"awa", "absurd", "river", "pg-boss"}  # their own, smaller backlogs: said in the report
+    own = {"awa", "absurd", "river", "river-fast", "pg-boss"}  # their own, smaller backlogs: said in the report
     for backend, mine in by_backend.items():
         shared = [r for r in mine if r["queue"] not in own and r.get("prefill_per_cell")]
         for r in shared:
@@ -62,8 +63,8 @@ def test_standard_profile_compares_systems_on_the_same_work():
             for cell in cells:
                 assert r["prefill_per_cell"][cell] == shared[0]["prefill_per_cell"].get(cell, r["prefill_per_cell"][cell])
     assert {r["queue"] for r in runs if 50 in r["batch_sizes"] and r["backend"] == "postgres"} == {"skip_locked", "pgmq"}
-    s3 = [r for r in runs if r["backend"] == "s3"]
-    assert [(r["queue"], r["prefill"], r["settings"]) for r in s3] == [("pgqrs", 100, {"latency_ms": 60})]
+    assert not [r for r in runs if r["backend"] == "s3"]  # the full profile's only, for now (README, S3)
+    assert [r["queue"] for r in sweeps.load("drain", "full") if r["backend"] == "s3"] == ["pgqrs"]
 
 
 def test_unknown_profile_and_study_are_one_line_errors():
@@ -101,7 +102,9 @@ def test_a_run_that_sizes_backlogs_per_cell_must_name_every_cell(tmp_path, monke
 def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     assert sweeps.studies_with("seed") == ["xmin_horizon"]
     (run,) = sweeps.load("xmin_horizon", "seed")
-    assert run["holders"] == ["rr_snapshot"] and "designs" not in run  # every design
+    from benchlib.studies import xmin_horizon
+
+    assert run["holders"] == ["rr_snapshot"] and run["designs"] == xmin_horizon.Params.designs  # every design
     assert (run["producers"], run["consumers"], run["bystanders"], run["bystander_rows"]) == (4, 4, 2, 1_000_000)
     assert (run["rate"], run["bystander_rate"], run["phase_s"]) == (800, 100, 180)  # 2 bystanders x 50/s
     assert run["autovacuum"] == {"autovacuum_naptime": "10s"}  # not the notebook's tiny default
@@ -151,3 +154,20 @@ def test_the_sweep_summary_counts_a_durability_run_with_its_crash_rows(tmp_path)
         where / "default.crashes.parquet")
     (row,) = sweep.summary([sweep.Job("durability", "default", None, {}, tmp_path / "x.ipynb")], tmp_path, "smoke").table.rows
     assert (row["lost"], row["duplicates"], row["failed"]) == ("0", "1", "1")
+
+
+def test_every_run_carries_every_parameter_so_no_notebook_default_stands_in():
+    """papermill injects only the names it is given: a name a profile leaves out took the
+    notebook's tiny CI value (the standard capacity search ran with max_steps=2 and
+    precision 1.0, the xmin study with two designs of six)."""
+    import dataclasses
+
+    from benchlib.studies import STUDIES, capacity
+
+    for study, module in STUDIES.items():
+        for profile in sweeps._spec(study):
+            for run in sweeps.load(study, profile):
+                missing = {f.name for f in dataclasses.fields(module.Params)} - set(run)
+                assert not missing, (study, profile, missing)
+    standard = sweeps.load("capacity", "standard")[0]
+    assert standard["max_steps"] == capacity.Params.max_steps and standard["precision"] == capacity.Params.precision

@@ -18,8 +18,7 @@ def test_every_profile_is_valid_and_matches_the_notebook(study, profile, tmp_pat
     jobs = sweep.plan(profile, [study], data_dir=tmp_path)
     assert jobs and all(j.out.suffix == ".ipynb" and "build" in j.out.parts for j in jobs)
     if study == "drain" and profile != "smoke":  # smoke: one of each kind, for three minutes in all
-        s3 = {"s3"} if profile == "full" else set()  # standard: not until the emulator's proxy is fixed (README)
-        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso"} | s3
+        assert {j.parameters["backend"] for j in jobs} == {"postgres", "sqlite", "turso", "s3"}
         systems = {j.parameters["queue"] for j in jobs}
         assert set(queues.QUEUES) - systems <= {"skip_locked_delete", "claim_then_delete", "rotation",
                                                 "reference_adapter", "pg-boss-fast", "pgq"}
@@ -63,7 +62,8 @@ def test_standard_profile_compares_systems_on_the_same_work():
             for cell in cells:
                 assert r["prefill_per_cell"][cell] == shared[0]["prefill_per_cell"].get(cell, r["prefill_per_cell"][cell])
     assert {r["queue"] for r in runs if 50 in r["batch_sizes"] and r["backend"] == "postgres"} == {"skip_locked", "pgmq"}
-    assert not [r for r in runs if r["backend"] == "s3"]  # the full profile's only, for now (README, S3)
+    s3 = [r for r in runs if r["backend"] == "s3"]  # its own backlog, never common's per-cell sizes (3,500 jobs)
+    assert [(r["queue"], r["prefill"], r["prefill_per_cell"]) for r in s3] == [("pgqrs", 100, {})]
     assert [r["queue"] for r in sweeps.load("drain", "full") if r["backend"] == "s3"] == ["pgqrs"]
 
 

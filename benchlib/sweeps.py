@@ -57,9 +57,9 @@ def defaults(params_class: type) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(params_class):
         if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
+            out[f.name] = _plain(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
+            out[f.name] = _plain(f.default_factory())
     return out
 
 
@@ -87,3 +87,8 @@ def load(study: str, profile: str) -> list[dict[str, Any]]:
             except BenchError as err:
                 raise BenchError(f"{path.name} [{profile}]: {err}") from None
     return [{**defaults(module.Params), **run} for run in runs]
+
+
+def _plain(value: Any) -> Any:
+    """A default as papermill can pass it: it writes a tuple as its repr, a string."""
+    return [_plain(v) for v in value] if isinstance(value, (tuple, list)) else value

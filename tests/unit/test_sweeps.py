@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import dataclasses
 
 import polars as pl
@@ -104,7 +105,7 @@ def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     (run,) = sweeps.load("xmin_horizon", "seed")
     from benchlib.studies import xmin_horizon
 
-    assert run["holders"] == ["rr_snapshot"] and run["designs"] == xmin_horizon.Params.designs  # every design
+    assert run["holders"] == ["rr_snapshot"] and run["designs"] == list(xmin_horizon.Params.designs)  # every design
     assert (run["producers"], run["consumers"], run["bystanders"], run["bystander_rows"]) == (4, 4, 2, 1_000_000)
     assert (run["rate"], run["bystander_rate"], run["phase_s"]) == (800, 100, 180)  # 2 bystanders x 50/s
     assert run["autovacuum"] == {"autovacuum_naptime": "10s"}  # not the notebook's tiny default
@@ -169,5 +170,7 @@ def test_every_run_carries_every_parameter_so_no_notebook_default_stands_in():
             for run in sweeps.load(study, profile):
                 missing = {f.name for f in dataclasses.fields(module.Params)} - set(run)
                 assert not missing, (study, profile, missing)
+                # as JSON has them: papermill writes a tuple as its repr, which the notebook reads as a string
+                assert json.loads(json.dumps(run)) == run, (study, profile)
     standard = sweeps.load("capacity", "standard")[0]
     assert standard["max_steps"] == capacity.Params.max_steps and standard["precision"] == capacity.Params.precision

@@ -75,7 +75,7 @@ def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp
 
 @pytest.mark.parametrize(("args", "message"), [
     (["report", "--data-dir", "/nonexistent"], "no data directory at /nonexistent"),
-    (["report", "--data-dir", "{empty}"], "no `standard` results in"),
+    (["report", "--data-dir", "{empty}"], "no `standard` results this code can read in"),
     (["report", "--data-dir", "{data}", "--out", "/proc/nope/report.md"], "cannot write the report to /proc/nope"),
     (["report", "--data-dir", "{data}", "--figures-dir", "/proc/nope"], "cannot write figures to /proc/nope"),
 ])

@@ -126,7 +126,7 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
     assert "runs the configurations in 2 rounds" in section
     assert "1 measured sample per cell and run" in section
     assert "`synchronous_commit=off` (`async_commit`) ran at " in section and "(2 rounds: " in section
-    assert "The reference measured 15× at one worker (521 → 8,010)" in section
+    assert "measured 15× at one worker (521 → 8,010 jobs/s)" in section and "The reference, " in section
     assert "| default | on | 200ms | 1 MB | skip_locked | enqueue | 0 of 2 (0 – 84 %) |" in section
     assert "| async_commit | off | 200ms | 1 MB | skip_locked | ack | " in section
     assert "With `synchronous_commit=on` (`default`) no SIGKILL crash lost an acknowledged job: 4 crashes on " \

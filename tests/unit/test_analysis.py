@@ -236,6 +236,7 @@ def test_drain_limit_per_cell_and_the_reference_limit_beside_internal_sql():
     assert "closest at 1 × 1 (0.90: 2,000 against 2,222 jobs/s)" in text
     assert "In 3 cells a pgbench run finished fewer jobs than the backlog" in text
     # pgqrs at 1 x 1: 500 against skip_locked's limit of 2,222
-    assert "**pgqrs** (its SQL is the library's own) ran at 0.04 – 0.23 of what pgbench drew" in text
+    assert "Systems whose SQL is their library's own ran at these shares of what pgbench drew" in text
+    assert "**pgqrs** 0.04 – 0.23." in text
     table = drain.limit_table(own, beside).markdown()
     assert "| pgqrs | 1 × 1 | 1,000 | – | 500 | 2,222 | 0.23 |  |  | skip_locked's statements (1,000 jobs) |" in table

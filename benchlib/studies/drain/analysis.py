@@ -372,16 +372,21 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
             text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog (a dequeue "
                      "came back short); its rate counts only the jobs it finished.")
         out.append(text)
+    ranges, smaller = [], []
     for queue in beside["queue"].unique(maintain_order=True):
         p = beside.filter(pl.col("queue") == queue)
-        text = (f"**{queue}** (its SQL is the library's own) ran at {p['ratio'].min():.2f} – "
-                f"{p['ratio'].max():.2f} of what pgbench drew from the same server with {reference}'s statements "
-                f"at the same consumers × batch: the distance between this system and the simplest queue the "
-                "server can run, not between our client and the system.")
+        ranges.append(f"**{queue}** {p['ratio'].min():.2f} – {p['ratio'].max():.2f}")
         mine, theirs = int(p["prefill"].max()), int(p["reference_prefill"].max())
         if mine < theirs:
-            text += (f" It drained {fmt(mine)} jobs against the reference's {fmt(theirs)}: backlogs of different "
-                     "sizes are not like for like, so read this ratio as indicative only.")
+            smaller.append(f"{queue} {fmt(mine)} against {fmt(theirs)}")
+    if ranges:  # one sentence for them all: the common fact once, the systems by name
+        text = (f"Systems whose SQL is their library's own ran at these shares of what pgbench drew from the same "
+                f"server with {reference}'s statements at the same consumers × batch (the distance between each "
+                f"system and the simplest queue the server can run, not between our client and the system): "
+                f"{', '.join(ranges)}.")
+        if smaller:
+            text += (f" Drained at smaller backlogs than the reference's, so not like for like and indicative only: "
+                     f"{', '.join(smaller)} jobs.")
         out.append(text)
     return out
 

@@ -113,24 +113,20 @@ def rotation_verdict(baseline: dict[str, Any], held: dict[str, Any]) -> str | No
 
 
 def findings(phases: pl.DataFrame) -> list[str]:
-    """Per design and holder: how dead tuples, size, dequeue rate and bystander p95 moved."""
-    out = []
+    """What the table above cannot say: whether a rotating design kept rotating under each
+    holder. The per-cell numbers are the table's; restating them as bullets said everything twice."""
+    by_design: dict[str, list[str]] = {}
     for (design, holder), by in cells(phases).items():
         b, h = by["baseline"], by["held"]
-        text = (f"**{design} / {holder}**: peak dead tuples "
-                f"{_change(b['peak_n_dead_tup'], h['peak_n_dead_tup'], floor=RATIO_FLOOR)}; "
-                f"size growth during the phase {mb(b['data_bytes_growth'])} → {mb(h['data_bytes_growth'])} MiB; "
-                f"dequeue {_change(b['dequeue_rate'], h['dequeue_rate'], ' jobs/s')}; "
-                f"bystander p95 {_change(b['bystander_p95_ms'], h['bystander_p95_ms'], ' ms', 2)}")
         verdict = rotation_verdict(b, h)
-        if verdict is not None:
-            text += (f"; rotations {b['rotations']} → {h['rotations']}, longest stretch without one "
-                     f"{fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)} s, biggest child "
-                     f"{fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows: "
-                     + {"stalled": "**rotation stalled under this holder**", "rotating": "rotation went on",
-                        "too short to tell": "the phases are too short to tell whether rotation stalled"}[verdict])
-        out.append(text + ".")
-    return out
+        if verdict is None:
+            continue
+        by_design.setdefault(design, []).append(
+            f"{holder}: {verdict.replace('stalled', '**stalled**')} (rotations {b['rotations']} → {h['rotations']}, "
+            f"longest stretch without one {fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)} s, "
+            f"biggest child {fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows)")
+    return [f"**{design}**, whether it kept rotating (baseline → held): {'; '.join(parts)}."
+            for design, parts in by_design.items()]
 
 
 def rotation_by_holder(phases: pl.DataFrame) -> dict[str, list[str]]:

@@ -142,15 +142,14 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             loaded = {t: load_profile(data_dir, name, profile, t) for t in study.measure.TABLES}
             tables = {t: df for t, (df, _) in loaded.items()}
             found = next(iter(loaded.values()))[1]
+            where_rel = os.path.relpath(data_dir / name / profile, out.parent)
             if any(df is None for df in tables.values()):
-                where_rel = os.path.relpath(data_dir / name / profile, out.parent)
                 sections.append({"title": study.report.TITLE, "body": f"No `{profile}` results for this study in "
                                  f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
                 continue
             stale = _stale_layout(tables, study.measure.TABLES)
             if stale:
                 stale_studies.append(name)
-                where_rel = os.path.relpath(data_dir / name / profile, out.parent)
                 shas = sorted({(m.get("git") or {}).get("sha", "?")[:7] for m in found})
                 sections.append({"title": study.report.TITLE, "body": (
                     f"The `{profile}` results in `{where_rel}/` were written by an earlier layout of this study "

@@ -22,7 +22,8 @@ from benchlib.provision import open_backend
 from benchlib.provision.s3 import LOG_NAME, _wait_ready
 from benchlib.provision.s3_server import HEADER_TIMEOUT_S, LOG_BYTES
 
-pytestmark = pytest.mark.integration
+# _emulators() looks at every process: tests that start an emulator share one xdist worker
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("s3")]
 
 
 def _client(env: dict[str, str], key_id: str | None = None, secret: str | None = None, **config):

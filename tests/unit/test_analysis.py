@@ -41,6 +41,18 @@ def test_drain_levers_and_headline_come_from_the_data():
     assert rows[1]["answer"] == "yes, 25× to 30×: the strongest lever"
 
 
+def test_the_batch_advice_calls_only_a_gain_faster_and_names_the_rest():
+    """A ratio under 1 was once the low end of "a bigger batch drained a backlog 0.91× to 49× faster"."""
+    from benchlib.studies.drain.report import use_when
+
+    samples = frame(_drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25)
+                    + _drain_rows(("postgres", "awa"), 600, 1.0, 0.9), SAMPLES)
+    (line,) = use_when({"samples": samples}, [])
+    assert "drained a backlog 25× faster for" in line
+    assert "for 1 of the 2 systems with a fetch-size setting; it did not help postgres/awa (0.90×)" in line
+    assert "0.90× to" not in line
+
+
 def test_drain_prose_has_no_template_artefacts():
     text = " ".join(drain.findings(drain.summarize(DRAIN), fsync_per_s=10_000))
     for artefact in ("(s)", "multiplies", "1 consumers", "25.00", "30.00"):

@@ -67,3 +67,35 @@ def test_the_search_stops_where_the_producers_do_and_where_nothing_passes():
 def test_bad_input_is_one_line_before_anything_starts(kwargs, message):
     with pytest.raises(BenchError, match=message):
         Params(**kwargs)
+
+
+def _step(rnd: int, purpose: str, rate: float, verdict_: str) -> dict:
+    return {"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
+            "purpose": purpose, "rate": rate, "verdict": verdict_, "lost": 0, "duplicates": 0}
+
+
+def test_a_bracket_whose_one_point_one_passed_stays_the_search_s_and_says_so():
+    """pgmq's published steps: the search failed at 12,476 and passed at 11,440; 1.1 x (12,585)
+    then passed in every round. The result row had become [12,585 – 12,585]; the bracket is the
+    search's, and the report counts how often each half of the confirmation held."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    steps = [_step(0, "search", 12_476, "fail"), _step(0, "search", 6_238, "pass"),
+             _step(0, "search", 11_440, "pass"), _step(0, "confirm_long", 11_440, "pass"),
+             _step(0, "confirm_over", 12_585, "pass"), _step(0, "pickup", 10, "pass"),
+             _step(1, "confirm_long", 11_440, "inconclusive"), _step(1, "repeat", 11_440, "pass"),
+             _step(1, "confirm_over", 12_585, "pass"),
+             _step(2, "confirm_long", 11_440, "fail"), _step(2, "confirm_over", 12_585, "fail")]
+    results = [{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
+                "passed": 12_585.0, "failed": 12_585.0, "confirmed": False, "bound": "bracket", "settings": "{}"}
+               for rnd in range(3)]
+    (row,) = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS)).iter_rows(named=True)
+    assert (row["passed"], row["failed"]) == (11_440, 12_476)
+    assert (row["held_rounds"], row["over_rounds"], row["rounds"]) == (2, 2, 3)
+    assert analysis.bracket_text(row) == "11,440 – 12,476"
+    (line,) = analysis.sentences(analysis.brackets(frame(results, RESULTS), frame(steps, STEPS)))
+    assert "held the long window in 2 of 3 rounds, and 1.1× it passed too in 2" in line
+    table = analysis.table(analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))).rows[0]
+    assert table["long hold passed"] == "2 of 3" and table["1.1× passed too"] == "2 of 3"

@@ -13,10 +13,13 @@ from benchlib.studies.enqueue.measure import SAMPLES, Params, grid, payload
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("size", [48, 100, 2048])
+@pytest.mark.parametrize("size", [48, 100, 1003, 1004, 1005, 2048, 100_000])
 def test_a_payload_has_the_asked_size_and_carries_its_sequence_number(size):
     text = payload(123_456, size)
-    assert len(text) == size and json.loads(text)["seq"] == 123_456
+    body = json.loads(text)
+    assert len(text) == size and body["seq"] == 123_456
+    # no string longer than pgqrs accepts at its defaults (1,024): its 2 KiB cells once all failed
+    assert max(len(s) for s in body["pad"]) <= 1000
 
 
 def test_the_grid_sends_many_jobs_per_call_only_through_a_bulk_call_and_within_the_byte_limits():

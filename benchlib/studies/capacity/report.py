@@ -16,7 +16,7 @@ TITLE = "Capacity: the rate each system keeps up with"
 
 def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
     """The front page's capacity column: the bracket of round 0, its settings' ceiling marked."""
-    b = analysis.brackets(tables["results"])
+    b = analysis.brackets(tables["results"], tables.get("steps"))
     out = {}
     for r in b.iter_rows(named=True):
         name = row_name(r["backend"], r["system"])
@@ -29,7 +29,7 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
     """What the capacity study says to someone choosing, from its brackets."""
     from benchlib.tables import fmt
 
-    b = analysis.brackets(tables["results"]).filter(pl.col("backend") == "postgres")
+    b = analysis.brackets(tables["results"], tables.get("steps")).filter(pl.col("backend") == "postgres")
     if not b.height:
         return []
     ranked = b.filter(pl.col("passed").is_not_null()).sort("passed", descending=True)
@@ -56,7 +56,7 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
     steps, results = tables["steps"], tables["results"]
-    b = analysis.brackets(results)
+    b = analysis.brackets(results, steps)
     params = manifests[0]["params"] if manifests else {}
     profile = manifests[0]["profile"] if manifests else "standard"
     return {

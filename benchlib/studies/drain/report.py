@@ -97,15 +97,23 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
 
 
 def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the drain study says to someone choosing: the batch lever, from its numbers."""
+    """What the drain study says to someone choosing: the batch lever, from its numbers. Only the
+    systems a bigger batch helped (``analysis.lever``) give the range; the others are named, so a
+    ratio under 1 is never called "faster"."""
     from benchlib.tables import ratio
 
     lv = [x for x in analysis.levers(analysis.summarize(tables["samples"])) if x["batch_ratio"]]
-    if not lv:
+    helped = [x for x in lv if analysis.lever(x["batch_ratio"]) == "helps"]
+    if not helped:
         return []
-    lo, hi = min(x["batch_ratio"] for x in lv), max(x["batch_ratio"] for x in lv)
+    lo, hi = min(x["batch_ratio"] for x in helped), max(x["batch_ratio"] for x in helped)
+    others = sorted((x for x in lv if x not in helped), key=lambda x: x["system"])
+    rest = ("; it did not help " + ", ".join(f"{x['system']} ({ratio(x['batch_ratio'])})" for x in others)
+            if others else "")
+    span = ratio(lo) if ratio(lo) == ratio(hi) else f"{ratio(lo)} to {ratio(hi)}"
     return [f"**Fetch in batches** wherever the system lets you: a bigger batch drained a backlog "
-            f"{ratio(lo)} to {ratio(hi)} faster for every system with a fetch-size setting (drain study)."]
+            f"{span} faster for {len(helped)} of the {len(lv)} systems with a fetch-size "
+            f"setting{rest} (drain study)."]
 
 
 def _shortest(df: pl.DataFrame) -> dict[str, Any] | None:

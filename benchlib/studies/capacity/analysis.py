@@ -69,12 +69,17 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     mine = steps.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
                         & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null())
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None}
-    search = mine.filter((pl.col("round") == 0) & (pl.col("purpose") == "search"))
-    if r["bound"] == "bracket" and search.height:
-        passes = search.filter(pl.col("verdict") == "pass")["rate"]
-        if passes.len():
-            above = search.filter((pl.col("verdict") != "pass") & (pl.col("rate") > passes.max()))["rate"]
-            extra |= {"passed": passes.max(), "failed": above.min() if above.len() else r["failed"]}
+    # the search: round 0's steps before its first confirmation, an inconclusive step's repeat
+    # giving the verdict at its rate
+    first = mine.filter(pl.col("round") == 0).sort("step")
+    ends = first["purpose"].is_in(["confirm_long", "confirm_over", "pickup"]).arg_true()
+    searched = first.head(ends[0] if ends.len() else first.height)
+    verdicts = {rate: v for rate, v in zip(searched["rate"], searched["verdict"])}
+    if r["bound"] == "bracket" and verdicts:
+        passes = [rate for rate, v in verdicts.items() if v == "pass"]
+        if passes:
+            above = [rate for rate, v in verdicts.items() if v != "pass" and rate > max(passes)]
+            extra |= {"passed": max(passes), "failed": min(above) if above else r["failed"]}
     held = over = judged = 0
     for _, part in mine.filter(pl.col("purpose").is_in(["confirm_long", "confirm_over", "repeat"])).group_by(
             "round", maintain_order=True):

@@ -177,28 +177,42 @@ def wait_mix(steps: pl.DataFrame, b: pl.DataFrame, top: int = 4) -> Table:
 
 
 def sentences(b: pl.DataFrame) -> list[str]:
-    """One line per system, from its own numbers only."""
+    """What the table shows, each fact said once for every system it holds for (the numbers per
+    system are the table's): which brackets held the long window, where the edge is not sharp,
+    which are a ceiling of the system's settings or of our producers, who passed nothing."""
+    def name(r: dict) -> str:
+        return r["system"] if r["backend"] == "postgres" else f"{r['system']} ({r['backend']})"
+
+    rows = list(b.iter_rows(named=True))
     out = []
-    for r in b.iter_rows(named=True):
-        where = f"{r['system']} ({r['backend']}, {plural(r['consumers'], 'consumer')}"
-        where += f", batch {r['batch']})" if r["batch"] else ")"
-        if r["passed"] is None:
-            out.append(f"{where} kept up with no rate tried, down to {fmt(r['failed'])} jobs/s.")
-            continue
-        line = f"{where} sustains {bracket_text(r)} jobs/s"
-        if r["p99_100ms"]:
-            line += f"; with p99 ≤ 100 ms up to {fmt(r['p99_100ms'])}"
-        elif r["p99_1s"]:
-            line += f"; never under a p99 of 100 ms, ≤ 1 s up to {fmt(r['p99_1s'])}"
-        if r["pickup_p50_ms"] is not None:
-            line += f"; an idle queue picks a job up in {fmt(r['pickup_p50_ms'], 1)} ms (p50)"
-        if r["at_ceiling"]:
-            line += f"; **configuration ceiling**: its settings allow {fmt(r['ceiling'])} jobs/s"
-        if r.get("held_rounds") is not None and r["rounds"]:
-            line += (f"; its lower end held the long window in {r['held_rounds']} of {r['rounds']} rounds"
-                     + (f", and 1.1× it passed too in {r['over_rounds']} (the edge is not sharp to 10 %)"
-                        if r["over_rounds"] else ""))
-        out.append(line + ".")
+    none = [f"{name(r)} (down to {fmt(r['failed'])} jobs/s)" for r in rows if r["passed"] is None]
+    if none:
+        out.append("Kept up with no rate tried: " + ", ".join(none) + ".")
+    judged = [r for r in rows if r.get("held_rounds") is not None and r["rounds"]]
+    groups = {"every round": [r for r in judged if r["held_rounds"] == r["rounds"]],
+              "some rounds": [r for r in judged if 0 < r["held_rounds"] < r["rounds"]],
+              "no round": [r for r in judged if r["held_rounds"] == 0]}
+    said = [f"in {when} for {', '.join(name(r) for r in group)}" for when, group in groups.items() if group]
+    if said:
+        out.append("The lower end of the bracket held the long window " + "; ".join(said)
+                   + (": for the last, the 15 s bracket is more than they sustain for longer" if groups["no round"]
+                      else "") + ".")
+    fuzzy = [name(r) for r in judged if r["over_rounds"]]
+    if fuzzy:
+        out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "
+                   "not sharp to 10 % at this window, so the bracket is where they stop keeping up, not a cliff.")
+    capped = [f"{name(r)} ({fmt(r['ceiling'])} jobs/s)" for r in rows if r["at_ceiling"]]
+    if capped:
+        out.append("**Configuration ceilings** reached, the rate the system's own worker, batch and polling "
+                   f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
+    producer = [name(r) for r in rows if r["bound"] == "producer-bound"]
+    if producer:
+        out.append(f"Our producers could go no faster for {', '.join(producer)}: their capacity is above the "
+                   "bracket's lower end, by how much this machine cannot say.")
+    slow = sorted((r for r in rows if (r["pickup_p50_ms"] or 0) >= 100), key=lambda r: -r["pickup_p50_ms"])
+    if slow:
+        out.append("An idle queue's pickup (p50) took 100 ms or more only for " + ", ".join(
+            f"{name(r)} ({fmt(r['pickup_p50_ms'])} ms)" for r in slow) + ": their polling interval.")
     return out
 
 

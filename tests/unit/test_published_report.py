@@ -44,6 +44,8 @@ def test_the_answer_comes_first():
     lines = _report().splitlines()
     assert any(line.startswith(FRONT) for line in lines[:15])
     assert any(line.startswith("### Use when") for line in lines[:40])
+    end = next(i for i, line in enumerate(lines) if line.startswith("## What this does not"))
+    assert not [line for line in lines[40:end] if line.strip()], "a 'use when' line falls after line 40"
     head = "\n".join(lines[:40])
     assert "## Appendix" not in head and "Settings that differ" not in head
 

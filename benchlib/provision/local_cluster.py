@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from filelock import FileLock
 
 from benchlib import tempdirs
 from benchlib.errors import BenchError
@@ -135,34 +134,23 @@ def runnable(binaries: ServerBinaries) -> ServerBinaries:
     # libraries through $ORIGIN-relative paths to <package>.libs beside the package.
     package = prefix.parent
     copied_bindir = target / package.name / prefix.name / "bin"
-    if _runs_as_server(copied_bindir):
-        return ServerBinaries(copied_bindir, binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
-    BINARY_CACHE.mkdir(mode=0o755, parents=True, exist_ok=True)
-    # One copier at a time (two runs, or two test workers, on a fresh machine): without the lock
-    # the second replaced the first's finished copy while the first's server was reading it.
-    with FileLock(BINARY_CACHE / f".{target.name}.lock"):
-        if not _runs_as_server(copied_bindir):
-            _copy_installation(prefix, package, target)
+    if not _runs_as_server(copied_bindir):
+        staging = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        for part in ("bin", "lib", "share"):
+            if (prefix / part).is_dir():
+                shutil.copytree(prefix / part, staging / package.name / prefix.name / part, symlinks=True)
+        for libs in package.parent.glob(f"{package.name}.libs"):
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
+        for d in (BINARY_CACHE, staging, *staging.rglob("*")):
+            if d.is_dir():
+                d.chmod(0o755)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
         if not _runs_as_server(copied_bindir):
             raise BenchError(f"the {SERVER_ACCOUNT} account cannot run PostgreSQL from {binaries.bindir} nor from "
                              f"a copy in {target}: install benchlib where that account can read it")
     return ServerBinaries(copied_bindir, binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
-
-
-def _copy_installation(prefix: Path, package: Path, target: Path) -> None:
-    """bin, lib and share (and the wheel's .libs beside the package) into `target`, whole or not at all."""
-    staging = target.with_name(f".{target.name}.{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    for part in ("bin", "lib", "share"):
-        if (prefix / part).is_dir():
-            shutil.copytree(prefix / part, staging / package.name / prefix.name / part, symlinks=True)
-    for libs in package.parent.glob(f"{package.name}.libs"):
-        shutil.copytree(libs, staging / libs.name, symlinks=True)
-    for d in (BINARY_CACHE, staging, *staging.rglob("*")):
-        if d.is_dir():
-            d.chmod(0o755)
-    shutil.rmtree(target, ignore_errors=True)  # an incomplete copy of an interrupted run
-    staging.rename(target)
 
 
 def _runs_as_server(bindir: Path) -> bool:

@@ -40,18 +40,18 @@ report: setup ## run every study for PROFILE (papermill), then render its figure
 	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(STUDY_FLAG) $(FORCE_FLAG) || rc=$$?; \
 	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 
-# Two pytest-xdist workers: most of a test's time is a server's start, an fsync or a sleep, so two
-# share two cores well. Each worker has its own throwaway server; tests that look
-# at every process of a kind (the S3 emulators) share one worker (xdist_group, --dist loadgroup);
-# nbval needs a notebook's cells on one worker (--dist loadscope).
-XDIST := -n 2
+# Serial by default. `make test XDIST="-n 2 --dist loadgroup"` runs two pytest-xdist workers (7 min
+# instead of 11 here) but is not yet reliable: a test that checks for S3 emulators left running
+# saw another worker's (tests/integration/test_s3.py), so CI stays on one worker until the S3
+# checks look only at their own processes.
+XDIST :=
 test: setup ## unit, integration and contract tests (real servers), then nbval over every notebook; not the slow ones
-	$(PY) -m pytest -m "not slow" $(XDIST) --dist loadgroup --durations=25 tests
-	$(PY) -m pytest -p no:cacheprovider $(XDIST) --dist loadscope --nbval-lax notebooks
+	$(PY) -m pytest -m "not slow" $(XDIST) --durations=25 tests
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
 
 test-all: setup ## every test, the slow ones too (every cell of a study, long crash runs)
-	$(PY) -m pytest $(XDIST) --dist loadgroup --durations=25 tests
-	$(PY) -m pytest -p no:cacheprovider $(XDIST) --dist loadscope --nbval-lax notebooks
+	$(PY) -m pytest $(XDIST) --durations=25 tests
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
 
 lab: setup ## open the notebooks in JupyterLab (prints the URL to open)
 	$(PY) -m benchlib.lab

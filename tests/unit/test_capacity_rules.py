@@ -102,3 +102,48 @@ def test_a_bracket_whose_one_point_one_passed_stays_the_search_s_and_says_so():
     assert any(x.startswith("1.1× the lower end passed too in at least one round for pgmq:") for x in lines)
     table = analysis.table(analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))).rows[0]
     assert table["long hold passed"] == "2 of 3" and table["1.1× passed too"] == "2 of 3"
+
+
+async def test_a_search_whose_one_point_one_passes_keeps_its_own_bracket(monkeypatch):
+    """A fake system that keeps up with 1,000 jobs/s in the search, but whose edge is soft: 1.1 x
+    the last pass also passes in the confirmation. The result stays the search's bracket,
+    unconfirmed; it used to become [1.1x - 1.1x], a precision no step had shown."""
+    from benchlib.runner import Cell
+    from benchlib.studies.capacity import measure as m
+
+    async def fake_step(target, system, consumers, batch, plan, p):
+        ok = plan.rate <= 1000 or plan.purpose == "confirm_over"
+        return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if ok else "fail",
+                "e2e_p99_ms": 5.0, "pickup_p50_ms": 1.0}
+
+    monkeypatch.setattr(m, "run_step", fake_step)
+    p = Params(systems=("skip_locked",), drain_profile=None, pickup_rate=0)
+    cell = Cell({"system": "skip_locked", "consumers": 4, "round": 0, "batch": 10, "start_rate": 300.0}, ())
+    rows = await m.measure(p, cell, None, {}, lambda *_: None)
+    (result,) = rows["results"]
+    assert result["passed"] <= 1000 < result["failed"] <= 1.1 * result["passed"]
+    assert result["confirmed"] is False and result["bound"] == "bracket"
+    over = [r for r in rows["steps"] if r["purpose"] == "confirm_over"]
+    assert over and over[0]["verdict"] == "pass"
+
+
+async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_out(monkeypatch):
+    """A backlog past 2 s of production cannot pass any more: the window ends at the first
+    whole second it is seen (here after 1 s, not 4); a queue that keeps up holds it all."""
+    from benchlib.measure import now_ns
+    from benchlib.studies.capacity import measure as m
+    from benchlib.workload.ledger import Ledger
+
+    monkeypatch.setattr(m, "EARLY_END_S", 1)
+    plan = m.StepPlan(rate=100.0, seconds=4.0, purpose="search")
+    behind = Ledger()
+    behind.enqueued(behind.reserve(300), list(range(300)), now_ns())  # 3 s of production waiting
+    start = now_ns()
+    await m._hold_window(behind, plan, start)
+    assert (now_ns() - start) / 1e9 < 2.5
+    steady = Ledger()
+    steady.enqueued(steady.reserve(100), list(range(100)), now_ns())
+    steady.handled(list(range(100)), now_ns())
+    start = now_ns()
+    await m._hold_window(steady, m.StepPlan(rate=100.0, seconds=2.0, purpose="search"), start)
+    assert (now_ns() - start) / 1e9 >= 2.0

@@ -23,7 +23,8 @@ seq is reconciled. The step **passes** when
 - the upper 95 % bound of the backlog's least-squares slope over the window is
   <= max(1 % of r, 5 jobs/s); an interval that straddles it is *inconclusive* and the
   step is repeated once (still inconclusive: counted as a failure, and said);
-- the largest backlog in the window is <= 2 s x r;
+- the largest backlog in the window is <= 2 s x r (a window whose backlog passes that
+  cannot pass any more: it ends there, after at least 5 s, and the step fails);
 - nothing was lost, the drain finished, and nothing failed.
 
 The **search** starts at a quarter of the drain study's rate for the same system,
@@ -70,6 +71,8 @@ PASS_ACHIEVED = 0.99
 SLOPE_SHARE, SLOPE_FLOOR = 0.01, 5.0
 BACKLOG_S = 2.0
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
+EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
+OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
 STATEMENTS = "pg_stat_statements"
 
 
@@ -142,7 +145,7 @@ STEPS: Schema = {
     "step": (pl.Int64, "0-based step index within the cell"),
     "purpose": (pl.String, "search | confirm_long | confirm_over | pickup | repeat (an inconclusive step again)"),
     "rate": (pl.Float64, "offered rate (jobs/s)"),
-    "window_s": (pl.Float64, "measured window"),
+    "window_s": (pl.Float64, "measured window (shorter when its backlog passed 2 s of production: it cannot pass)"),
     "achieved": (pl.Float64, "jobs acknowledged in the window / window_s"),
     "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
     "slope": (pl.Float64, "least-squares slope of the backlog over the window (jobs/s per s)"),
@@ -360,7 +363,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             cpu = CpuMeter(target.server_pid).start()
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
-            await asyncio.sleep(plan.seconds)
+            await _hold_window(ledger, plan, window_start)
             window_end = now_ns()
             handled_in_window = len(ledger.handled_keys) - handled_before
             costs = cpu.stop(handled_in_window)
@@ -390,6 +393,23 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             raise t.exception()
     rec = ledger.reconcile()
     return _judge(rec, plan, window_start, window_end, out, costs, before, after, waits, drained, handled_in_window)
+
+
+async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> None:
+    """Wait out the measured window, or end it once it can no longer pass: a backlog past its
+    limit (2 s of production) fails the step whatever follows. The check runs on the live count
+    at each whole second after the first EARLY_END_S, with a margin (OVERFLOW) so that the
+    reconciled backlog at that second, which the verdict reads, is past the limit too. Most
+    failing steps of a search are far over capacity; their windows end in seconds instead of
+    running on to show the same verdict."""
+    limit = OVERFLOW * BACKLOG_S * plan.rate
+    end = window_start + int(plan.seconds * 1e9)
+    second = 0
+    while (now := now_ns()) < end:
+        second += 1
+        await asyncio.sleep(max(0.0, (min(window_start + second * 1_000_000_000, end) - now) / 1e9))
+        if second >= EARLY_END_S and ledger.acknowledged - ledger.distinct > limit:
+            return
 
 
 def _window_holds(ledger: Ledger, plan: StepPlan, start: int, end: int) -> bool:
@@ -556,10 +576,9 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         lo = search.passed
         long_ok = await attempt(StepPlan(lo, p.window_s * p.confirm_factor, "confirm_long")) == "pass"
         over = await attempt(StepPlan(lo * OVER, p.window_s, "confirm_over"))
+        # 1.1 x passing too leaves the search's bracket as it was, unconfirmed: the edge is not
+        # sharp there (a [1.1x, 1.1x] "bracket" would claim a precision no step showed)
         confirmed = long_ok and over != "pass"
-        if over == "pass":  # the bracket was too low: its lower end is the higher pass, unconfirmed
-            search.passed = lo * OVER
-            search.failed = max(search.failed, search.passed)
     pickup = None
     if rnd == 0 and p.pickup_rate:
         await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))

@@ -40,18 +40,20 @@ report: setup ## run every study for PROFILE (papermill), then render its figure
 	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(STUDY_FLAG) $(FORCE_FLAG) || rc=$$?; \
 	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 
-# Serial by default. `make test XDIST="-n 2 --dist loadgroup"` runs two pytest-xdist workers (7 min
-# instead of 11 here) but is not yet reliable: a test that checks for S3 emulators left running
-# saw another worker's (tests/integration/test_s3.py), so CI stays on one worker until the S3
-# checks look only at their own processes.
-XDIST :=
+# Two workers (pytest-xdist, the maintained way to spread pytest over processes): the tests and
+# notebooks on both cores, 7 min instead of 11 here. Each worker has its own session server; a
+# test that looks for processes left behind looks only at its own (its descendants, its data
+# directory), never at every process, which would count the other worker's. nbval keeps each
+# notebook's cells together on one worker (--dist loadscope). `make test XDIST=` runs serially.
+XDIST := -n 2
+NBVAL_DIST = $(XDIST) $(if $(strip $(XDIST)),--dist loadscope)
 test: setup ## unit, integration and contract tests (real servers), then nbval over every notebook; not the slow ones
 	$(PY) -m pytest -m "not slow" $(XDIST) --durations=25 tests
-	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
+	$(PY) -m pytest -p no:cacheprovider $(NBVAL_DIST) --nbval-lax notebooks
 
 test-all: setup ## every test, the slow ones too (every cell of a study, long crash runs)
 	$(PY) -m pytest $(XDIST) --durations=25 tests
-	$(PY) -m pytest -p no:cacheprovider --nbval-lax notebooks
+	$(PY) -m pytest -p no:cacheprovider $(NBVAL_DIST) --nbval-lax notebooks
 
 lab: setup ## open the notebooks in JupyterLab (prints the URL to open)
 	$(PY) -m benchlib.lab

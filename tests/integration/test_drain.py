@@ -194,7 +194,6 @@ async def test_a_system_that_cannot_run_on_a_backend_leaves_its_reason(tmp_path)
 
 @pytest.mark.skipif(not FULL_PGQRS, reason="pgqrs from PyPI has its PostgreSQL store only: make pgqrs-full")
 @pytest.mark.parametrize("backend", ["sqlite", "turso", "s3"])
-@pytest.mark.xdist_group("s3")  # its S3 emulator would be seen by test_s3's checks on another worker
 async def test_pgqrs_drains_on_each_of_its_own_stores(backend):
     """With every store built in, pgqrs drains a backlog on SQLite, Turso and S3 (one shared
     store over our latency proxy) without losing or repeating a job."""

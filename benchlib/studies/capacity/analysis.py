@@ -42,9 +42,8 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     With the steps, the bracket is the search's own (its highest pass, the lowest failure above
     it) and each round's confirmation is split in two counts: `held_rounds` (the lower end held
     `confirm_factor` times longer) and `over_rounds` (1.1 x it passed too: the edge is not sharp
-    at this precision). The result rows move a bracket whose 1.1 x passed to [1.1 x – 1.1 x]
-    (measure.py does; changing it re-keys every capacity cell, so it waits for the next
-    re-measurement); the steps show what was measured."""
+    at this precision). Data measured before measure.py kept the search's bracket had moved a
+    bracket whose 1.1 x passed to [1.1 x – 1.1 x]; reading it from the steps reads both alike."""
     ok = results.filter(pl.col("error").is_null())
     if not ok.height:
         return pl.DataFrame()
@@ -100,15 +99,16 @@ BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "t
           "nothing passed": "nothing passed", "bracket": "", "producer-bound": "our producers could go no faster"}
 
 
-def bracket_text(r: dict) -> str:
-    """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket."""
+def bracket_text(r: dict, unit: str = "") -> str:
+    """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket;
+    `unit` follows the numbers, before any explanation in parentheses."""
     if r["passed"] is None:
-        return f"none passed (down to {fmt(r['failed'])})" if r["failed"] else "none"
+        return f"none passed (down to {fmt(r['failed'])}{unit})" if r["failed"] else "none"
     if r["bound"] == "producer-bound":
-        return f"≥ {fmt(r['passed'])} ({BOUNDS['producer-bound']} at {fmt(r['failed'])})"
+        return f"≥ {fmt(r['passed'])}{unit} ({BOUNDS['producer-bound']} at {fmt(r['failed'])})"
     if r["failed"] is None or r["bound"] not in (None, "bracket"):
-        return f"≥ {fmt(r['passed'])} ({BOUNDS.get(r['bound'], r['bound'])})"
-    return f"{fmt(r['passed'])} – {fmt(r['failed'])}"
+        return f"≥ {fmt(r['passed'])}{unit} ({BOUNDS.get(r['bound'], r['bound'])})"
+    return f"{fmt(r['passed'])} – {fmt(r['failed'])}{unit}"
 
 
 def _count(r: dict, key: str) -> str:
@@ -244,7 +244,7 @@ def limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
                          & ~pl.col("warmup"))["pgbench_jobs_s"].drop_nulls()
     if not limit.len():
         return None
-    return (f"Beside {REFERENCE}'s sustained {bracket_text(r)} jobs/s: pgbench, running its very statements with "
+    return (f"Beside {REFERENCE}'s sustained {bracket_text(r, ' jobs/s')}: pgbench, running its very statements with "
             f"{r['consumers']} clients at batch {r['batch']} on the same kind of server, drained a backlog at "
             f"{fmt(limit.mean())} jobs/s (the drain study, {plural(limit.len(), 'run')}): the server's limit for "
             "that SQL with no Python client in the way and no producer beside it.")

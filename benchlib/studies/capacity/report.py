@@ -36,9 +36,9 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
     lines = []
     if ranked.height:
         top = ranked.head(3).iter_rows(named=True)
-        lines.append("**For the highest sustained rate on one PostgreSQL**: " + ", ".join(
-            f"{r['system']} ({analysis.bracket_text(r)} jobs/s)" for r in top)
-            + f" at {ranked['consumers'][0]} consumers (capacity study).")
+        lines.append("**For the highest sustained rate on one PostgreSQL**: " + "; ".join(
+            f"{r['system']} {analysis.bracket_text(r, ' jobs/s')}" for r in top)
+            + f", at {ranked['consumers'][0]} consumers (capacity study).")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:
         fast = {r["system"]: r for r in b.iter_rows(named=True)}

@@ -372,6 +372,8 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
             text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog (a dequeue "
                      "came back short); its rate counts only the jobs it finished.")
         out.append(text)
+    if account := limits.cpu_account(own):
+        out.append(account)
     ranges, smaller = [], []
     for queue in beside["queue"].unique(maintain_order=True):
         p = beside.filter(pl.col("queue") == queue)

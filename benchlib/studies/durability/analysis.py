@@ -915,6 +915,8 @@ def limit_findings(df: pl.DataFrame) -> list[str]:
     out = [(f"The harness reached {limits.spread(p)} of pgbench's rate for the same statements on the same server; "
             f"closest at {best['config']}, {plural(best['concurrency'], 'client')} ({best['ratio']:.2f}), furthest at "
             f"{worst['config']}, {plural(worst['concurrency'], 'client')} ({worst['ratio']:.2f}).")]
+    if account := limits.cpu_account(p):
+        out.append(account)
     jobs = int(p["jobs"].min())
     for c in sorted({int(p["concurrency"].min()), int(p["concurrency"].max())}):
         d = p.filter((pl.col("config") == "default") & (pl.col("jobs") == jobs) & (pl.col("concurrency") == c))

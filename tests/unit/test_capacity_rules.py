@@ -156,3 +156,28 @@ def test_a_bracket_s_unit_comes_before_its_explanation():
     r = {"passed": 3152.0, "failed": 6304.0, "bound": "producer-bound"}
     assert analysis.bracket_text(r, " jobs/s") == "≥ 3,152 jobs/s (our producers could go no faster at 6,304)"
     assert analysis.bracket_text({**r, "bound": "bracket", "failed": 3400.0}, " jobs/s") == "3,152 – 3,400 jobs/s"
+
+
+def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualified():
+    """pgmq passed 19,241 jobs/s over 15 s and failed the 45 s hold in all three rounds: the front
+    page, the answers and 'use when' say so beside the bracket."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis, report
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    steps = [_step(0, "search", 12_476, "pass"), _step(0, "search", 24_952, "fail"),
+             _step(0, "search", 19_241, "pass"), _step(0, "search", 20_982, "fail"),
+             _step(0, "confirm_long", 19_241, "fail"), _step(0, "confirm_over", 21_165, "fail"),
+             _step(1, "confirm_long", 19_241, "fail"), _step(1, "confirm_over", 21_165, "pass"),
+             _step(2, "confirm_long", 19_241, "fail"), _step(2, "confirm_over", 21_165, "fail")]
+    results = [{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
+                "passed": 19_241.0, "failed": 20_982.0, "confirmed": False, "bound": "bracket", "settings": "{}"}
+               for rnd in range(3)]
+    tables = {"results": frame(results, RESULTS), "steps": frame(steps, STEPS)}
+    manifests = [{"params": {"confirm_factor": 3.0}}]
+    assert report.front(tables, manifests)["pgmq"] == {"sustained jobs/s (C=4)": "19,241 – 20,982 (long hold 0 of 3)"}
+    (line, *_) = report.use_when(tables, manifests)
+    assert "pgmq 19,241 – 20,982 jobs/s, at 4 consumers" in line
+    assert "but pgmq did not hold that rate 3× longer in any round" in line
+    (answer,) = analysis.headline(analysis.brackets(tables["results"], tables["steps"]))
+    assert answer["answer"].endswith("19,241 – 20,982 (long hold 0 of 3)")

@@ -111,6 +111,18 @@ def bracket_text(r: dict, unit: str = "") -> str:
     return f"{fmt(r['passed'])} – {fmt(r['failed'])}{unit}"
 
 
+def hold_note(r: dict) -> str:
+    """' (long hold 0 of 3)' where the bracket's lower end did not hold the longer window in every
+    round: a 15 s pass is not yet a rate kept up for longer, and a headline must not hide that."""
+    held, rounds = r.get("held_rounds"), r.get("rounds")
+    return f" (long hold {held} of {rounds})" if held is not None and rounds and held < rounds else ""
+
+
+def never_held(rows: list[dict]) -> list[str]:
+    """The systems among `rows` whose lower end held the longer window in no round."""
+    return [r["system"] for r in rows if r.get("held_rounds") == 0 and r.get("rounds")]
+
+
 def _count(r: dict, key: str) -> str:
     """'2 of 3' rounds, or a dash where no confirmation ran (no bracket, or results without steps)."""
     return f"{r[key]} of {r['rounds']}" if r.get(key) is not None and r["rounds"] else "–"
@@ -220,7 +232,7 @@ def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
     if not b.height:
         return []
     best = b.filter(pl.col("passed").is_not_null()).head(3)
-    tops = "; ".join(f"{r['system']} ({r['backend']}) {bracket_text(r)}" for r in best.iter_rows(named=True))
+    tops = "; ".join(f"{r['system']} ({r['backend']}) {bracket_text(r)}{hold_note(r)}" for r in best.iter_rows(named=True))
     return [{"question": "How many jobs/s does each system keep up with?",
              "answer": f"Highest sustained: {tops or 'none measured'}",
              "evidence": "capacity study: bracket search, slope interval, counted by seq"}]

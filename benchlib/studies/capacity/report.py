@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from benchlib.studies.capacity import analysis, charts
+from benchlib.studies.capacity import analysis, charts, measure
 from benchlib.studies.drain.report import row_name
 
 TITLE = "Capacity: the rate each system keeps up with"
@@ -20,9 +20,15 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
     out = {}
     for r in b.iter_rows(named=True):
         name = row_name(r["backend"], r["system"])
-        text = analysis.bracket_text(r) + (" (its settings' ceiling)" if r["at_ceiling"] else "")
+        text = (analysis.bracket_text(r) + analysis.hold_note(r)
+                + (" (its settings' ceiling)" if r["at_ceiling"] else ""))
         out[name] = {f"sustained jobs/s (C={r['consumers']})": text}
     return out
+
+
+def _confirm_factor(manifests: list[dict]) -> float:
+    params = manifests[0].get("params", {}) if manifests else {}
+    return float(params.get("confirm_factor") or measure.Params.confirm_factor)
 
 
 def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
@@ -35,10 +41,15 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
     ranked = b.filter(pl.col("passed").is_not_null()).sort("passed", descending=True)
     lines = []
     if ranked.height:
-        top = ranked.head(3).iter_rows(named=True)
-        lines.append("**For the highest sustained rate on one PostgreSQL**: " + "; ".join(
+        top = list(ranked.head(3).iter_rows(named=True))
+        line = ("**For the highest sustained rate on one PostgreSQL**: " + "; ".join(
             f"{r['system']} {analysis.bracket_text(r, ' jobs/s')}" for r in top)
-            + f", at {ranked['consumers'][0]} consumers (capacity study).")
+            + f", at {ranked['consumers'][0]} consumers (capacity study)")
+        if unheld := analysis.never_held(top):
+            rates = "that rate" if len(unheld) == 1 else "those rates"
+            line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
+                     "round: what they keep up with for longer lies below, and this run did not search for it")
+        lines.append(line + ".")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:
         fast = {r["system"]: r for r in b.iter_rows(named=True)}

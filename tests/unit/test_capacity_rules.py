@@ -181,3 +181,13 @@ def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualif
     assert "but pgmq did not hold that rate 3× longer in any round" in line
     (answer,) = analysis.headline(analysis.brackets(tables["results"], tables["steps"]))
     assert answer["answer"].endswith("19,241 – 20,982 (long hold 0 of 3)")
+
+
+def test_the_notes_beside_a_bracket_share_one_pair_of_parentheses():
+    from benchlib.studies.capacity import analysis
+
+    r = {"held_rounds": 0, "rounds": 3}
+    assert analysis.hold_note(r, "its settings' ceiling") == " (long hold 0 of 3; its settings' ceiling)"
+    assert analysis.hold_note({"held_rounds": 3, "rounds": 3}, "") == ""
+    assert analysis.hold_note({"held_rounds": None, "rounds": None}, "its settings' ceiling") == (
+        " (its settings' ceiling)")

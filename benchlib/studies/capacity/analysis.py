@@ -111,11 +111,14 @@ def bracket_text(r: dict, unit: str = "") -> str:
     return f"{fmt(r['passed'])} – {fmt(r['failed'])}{unit}"
 
 
-def hold_note(r: dict) -> str:
+def hold_note(r: dict, *more: str) -> str:
     """' (long hold 0 of 3)' where the bracket's lower end did not hold the longer window in every
-    round: a 15 s pass is not yet a rate kept up for longer, and a headline must not hide that."""
+    round: a 15 s pass is not yet a rate kept up for longer, and a headline must not hide that.
+    `more` notes join it inside the same parentheses."""
     held, rounds = r.get("held_rounds"), r.get("rounds")
-    return f" (long hold {held} of {rounds})" if held is not None and rounds and held < rounds else ""
+    notes = [f"long hold {held} of {rounds}"] if held is not None and rounds and held < rounds else []
+    notes += [m for m in more if m]
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def never_held(rows: list[dict]) -> list[str]:
@@ -234,7 +237,7 @@ def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
     best = b.filter(pl.col("passed").is_not_null()).head(3)
     tops = "; ".join(f"{r['system']} ({r['backend']}) {bracket_text(r)}{hold_note(r)}" for r in best.iter_rows(named=True))
     return [{"question": "How many jobs/s does each system keep up with?",
-             "answer": f"Highest sustained: {tops or 'none measured'}",
+             "answer": f"Highest rates kept up with: {tops or 'none measured'}",
              "evidence": "capacity study: bracket search, slope interval, counted by seq"}]
 
 

@@ -20,8 +20,7 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
     out = {}
     for r in b.iter_rows(named=True):
         name = row_name(r["backend"], r["system"])
-        text = (analysis.bracket_text(r) + analysis.hold_note(r)
-                + (" (its settings' ceiling)" if r["at_ceiling"] else ""))
+        text = analysis.bracket_text(r) + analysis.hold_note(r, "its settings' ceiling" if r["at_ceiling"] else "")
         out[name] = {f"sustained jobs/s (C={r['consumers']})": text}
     return out
 

@@ -41,7 +41,7 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
     lines = []
     if ranked.height:
         top = list(ranked.head(3).iter_rows(named=True))
-        line = ("**For the highest sustained rate on one PostgreSQL**: " + "; ".join(
+        line = ("**For the highest rate kept up with on one PostgreSQL**: " + "; ".join(
             f"{r['system']} {analysis.bracket_text(r, ' jobs/s')}" for r in top)
             + f", at {ranked['consumers'][0]} consumers (capacity study)")
         if unheld := analysis.never_held(top):

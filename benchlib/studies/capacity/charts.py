@@ -11,21 +11,16 @@ import polars as pl
 
 from benchlib import palette
 from benchlib.charts import backend_name, backend_order, placeholder, title, wrap
-from benchlib.tables import fmt
+from benchlib.studies.capacity import analysis
 
 WIDTH = 520
 LATENCY_W, LATENCY_H = 400, 260
 
 
 def _bracket(r: dict) -> str:
-    """The bracket in words: `passed – failed jobs/s`, what ended the search where no rate failed."""
-    if r.get("failed") is None:
-        text = f"≥ {fmt(r['passed'])} jobs/s ({r.get('bound') or 'none failed'})"
-    elif r.get("bound") == "producer-bound":
-        text = f"≥ {fmt(r['passed'])} jobs/s (producer-bound at {fmt(r['failed'])})"
-    else:
-        text = f"{fmt(r['passed'])} – {fmt(r['failed'])} jobs/s"
-    return text + ("; at its settings' ceiling" if r.get("at_ceiling") else "")
+    """The bracket in words as the tables write it, with its long-hold count and ceiling."""
+    return analysis.bracket_text(r, " jobs/s") + analysis.hold_note(
+        r, "at its settings' ceiling" if r.get("at_ceiling") else "")
 
 
 def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
@@ -50,7 +45,7 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
         x_scale = alt.Scale(domain=[0, float(part["end"].max()) * 1.05], nice=True)
         base = alt.Chart(part)
         bars = base.mark_bar(height=14).encode(
-            y=y, x=alt.X("passed:Q", title="sustained jobs/s", scale=x_scale), color=colour,
+            y=y, x=alt.X("passed:Q", title="highest rate kept up with, jobs/s", scale=x_scale), color=colour,
             tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("passed:Q", title="passed (jobs/s)",
                                                                            format=",.0f"),
                      alt.Tooltip("failed:Q", title="failed (jobs/s)", format=",.0f")])

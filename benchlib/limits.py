@@ -79,28 +79,32 @@ def cpu_account(p: pl.DataFrame) -> str | None:
 
     Client and server share the machine's cores; were both CPU-bound, each run's rate would be
     cores / (client + server CPU per job), so pgbench's CPU per job over ours predicts the ratio
-    from CPU alone. Set beside the measured ratio, it says how much of the gap is our client's
-    CPU (and whether the server did the same work per job under both clients) and how much is
-    waiting (round trips, scheduling) that CPU does not show."""
+    from CPU alone. Set beside the measured ratio, it says how much of the gap CPU per job
+    accounts for (and whether the server did the same work per job under both clients); the
+    rest is time no CPU count shows (round trips, scheduling, a one-process client's one core).
+    A model, not a measurement of the rest: the sentence says so."""
     if p.is_empty() or any(name not in p.columns for name in CPU_COLUMNS):
         return None
-    below = p.filter(pl.col("ratio") < TARGET_MEDIAN).drop_nulls(list(CPU_COLUMNS))
+    short = p.filter(pl.col("ratio") < TARGET_MEDIAN)
+    below = short.drop_nulls(list(CPU_COLUMNS))
     if below.is_empty():
         return None
     client, theirs = below["client_cpu_us_per_job"], below["pgbench_cpu_us_per_job"]
     server = below["server_cpu_us_per_job"] / below["pgbench_server_cpu_us_per_job"]
     predicted = (theirs + below["pgbench_server_cpu_us_per_job"]) / (client + below["server_cpu_us_per_job"])
     share = ((1 - predicted) / (1 - below["ratio"])).clip(0, 1)
-    return (f"Where the time goes in the {below.height} of {p.height} cells below {TARGET_MEDIAN:.2f} (our target "
+    counted = "" if below.height == short.height else f", the CPU counted in {below.height} of them"
+    return (f"Where the time goes in the {short.height} of {p.height} cells below {TARGET_MEDIAN:.2f} (our target "
             f"for the harness: the median cell at ≥ {TARGET_MEDIAN:.2f} of pgbench's rate, none below "
-            f"{TARGET_FLOOR:.2f}; {p.filter(pl.col('ratio') < TARGET_FLOOR).height} below): our client spent "
-            f"{client.min():,.0f} – {client.max():,.0f} µs of CPU per job where pgbench spent "
+            f"{TARGET_FLOOR:.2f}; {p.filter(pl.col('ratio') < TARGET_FLOOR).height} below{counted}): our client "
+            f"spent {client.min():,.0f} – {client.max():,.0f} µs of CPU per job where pgbench spent "
             f"{theirs.min():,.0f} – {theirs.max():,.0f}, and the server {server.min():.2f} – {server.max():.2f}× "
-            f"the CPU per job it spent under pgbench. Client and server share the cores, so CPU per job alone "
-            f"predicts a ratio of {predicted.min():.2f} – {predicted.max():.2f} (median {predicted.median():.2f}) where "
-            f"{below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median {below['ratio'].median():.2f}) was "
-            f"measured: our client's CPU explains {100 * share.median():.0f} % of the gap in the median cell, the "
-            f"rest is waiting (round trips, scheduling) that no CPU count shows.")
+            f"the CPU per job it spent under pgbench. Client and server share the cores, so CPU per job (client "
+            f"and server) alone predicts a ratio of {predicted.min():.2f} – {predicted.max():.2f} (median "
+            f"{predicted.median():.2f}) where {below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median "
+            f"{below['ratio'].median():.2f}) was measured: over these cells it accounts for a median "
+            f"{100 * share.median():.0f} % of the gap; the rest is time no CPU count here shows (round trips, "
+            f"scheduling; and our client is one process, so it can use at most one core).")
 
 
 def ratio_text(r: dict) -> str:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,21 +123,29 @@ def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
         except KeyboardInterrupt:
             sys.exit(130)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
-    for _ in range(4):  # a few cycles in, then Ctrl-C while a crash and restart are under way
-        assert proc.stdout.readline().strip() == "crashing", proc.stderr.read()
-    time.sleep(0.1)
-    roots = [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid]
-    assert roots and _postgres_under(roots)  # its server is up
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130
-    assert [d for d in Path(tempfile.gettempdir()).glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid] == []
-    deadline = time.monotonic() + 10
-    while (left := _postgres_under(roots)) and time.monotonic() < deadline:
+    # a temp dir of its own (0755: the server account enters it), so that no other test's
+    # sweep of stale directories (tempdirs.sweep_stale, on the other xdist worker) removes a
+    # directory this run left behind before we look
+    own_tmp = Path(tempfile.mkdtemp(prefix="ctrl-c-crash-"))
+    own_tmp.chmod(0o755)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=tmp_path, env={**os.environ, "TMPDIR": str(own_tmp)})
+        for _ in range(4):  # a few cycles in, then Ctrl-C while a crash and restart are under way
+            assert proc.stdout.readline().strip() == "crashing", proc.stderr.read()
         time.sleep(0.1)
-    assert left == set()
+        roots = [d for d in own_tmp.glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid]
+        assert roots and _postgres_under(roots)  # its server is up
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        assert list(own_tmp.iterdir()) == []
+        deadline = time.monotonic() + 10
+        while (left := _postgres_under(roots)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == set()
+    finally:
+        shutil.rmtree(own_tmp, ignore_errors=True)
 
 
 def test_bad_configuration_is_one_line_before_anything_starts():

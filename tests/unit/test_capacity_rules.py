@@ -175,7 +175,7 @@ def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualif
                for rnd in range(3)]
     tables = {"results": frame(results, RESULTS), "steps": frame(steps, STEPS)}
     manifests = [{"params": {"confirm_factor": 3.0}}]
-    assert report.front(tables, manifests)["pgmq"] == {"sustained jobs/s (C=4)": "19,241 – 20,982 (long hold 0 of 3)"}
+    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": "19,241 – 20,982 (long hold 0 of 3)"}
     (line, *_) = report.use_when(tables, manifests)
     assert "pgmq 19,241 – 20,982 jobs/s, at 4 consumers" in line
     assert "but pgmq did not hold that rate 3× longer in any round" in line
@@ -191,3 +191,27 @@ def test_the_notes_beside_a_bracket_share_one_pair_of_parentheses():
     assert analysis.hold_note({"held_rounds": 3, "rounds": 3}, "") == ""
     assert analysis.hold_note({"held_rounds": None, "rounds": None}, "its settings' ceiling") == (
         " (its settings' ceiling)")
+
+
+def test_windows_with_no_job_handled_are_called_stalls_and_latency_objectives_stay_in_the_bracket():
+    """skip_locked's published run: in seven windows its consumers handled nothing while the
+    producers sent thousands of jobs a second; those failures are stalls and the report says so.
+    A 1.1x step that passed (above the bracket) must not set the 'p99 <= 1 s' rate either."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    def s(rnd, purpose, rate, verdict_, cpu, p99):
+        return _step(rnd, purpose, rate, verdict_) | {"client_cpu_us_per_job": cpu, "e2e_p99_ms": p99,
+                                                      "enqueued": int(rate * 5)}
+
+    steps = [s(0, "search", 1000, "pass", 50.0, 20.0), s(0, "search", 2000, "fail", None, None),
+             s(0, "search", 1414, "pass", 50.0, 400.0), s(0, "search", 1500, "fail", 60.0, 3000.0),
+             s(0, "confirm_long", 1414, "fail", None, None), s(0, "confirm_over", 1556, "pass", 55.0, 300.0)]
+    results = [{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": 0,
+                "passed": 1414.0, "failed": 1500.0, "confirmed": False, "bound": "bracket", "settings": "{}",
+                "p99_1s": 1556.0}]
+    b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
+    (row,) = b.iter_rows(named=True)
+    assert row["stalled_steps"] == 2 and row["p99_1s"] == 1414 and row["p99_100ms"] == 1000
+    assert any(x.startswith("**Stalls**") and "pgmq (2 steps)" in x for x in analysis.sentences(b))

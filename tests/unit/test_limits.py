@@ -20,6 +20,6 @@ def test_the_cpu_account_of_the_cells_below_target_predicts_from_cpu_per_job():
     text = limits.cpu_account(_cells((0.80, 100, 40, 400, 400), (0.95, 10, 4, 50, 50)))
     assert "in the 1 of 2 cells below 0.90" in text and "1 below)" in text
     assert "predicts a ratio of 0.88 – 0.88" in text and "0.80 – 0.80 (median 0.80) was measured" in text
-    assert "explains 60 % of the gap" in text and "the server 1.00 – 1.00×" in text
+    assert "accounts for a median 60 % of the gap" in text and "the server 1.00 – 1.00×" in text
     assert limits.cpu_account(_cells((0.93, 10, 4, 50, 50))) is None  # nothing below target: nothing to explain
     assert limits.cpu_account(pl.DataFrame()) is None

@@ -21,7 +21,7 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
     for r in b.iter_rows(named=True):
         name = row_name(r["backend"], r["system"])
         text = analysis.bracket_text(r) + analysis.hold_note(r, "its settings' ceiling" if r["at_ceiling"] else "")
-        out[name] = {f"sustained jobs/s (C={r['consumers']})": text}
+        out[name] = {f"kept up with, jobs/s (C={r['consumers']})": text}
     return out
 
 
@@ -47,7 +47,7 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
         if unheld := analysis.never_held(top):
             rates = "that rate" if len(unheld) == 1 else "those rates"
             line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
-                     "round: what they keep up with for longer lies below, and this run did not search for it")
+                     "round: what they keep up with for longer was not measured")
         lines.append(line + ".")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:

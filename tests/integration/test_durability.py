@@ -128,13 +128,16 @@ def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
     # directory this run left behind before we look
     own_tmp = Path(tempfile.mkdtemp(prefix="ctrl-c-crash-"))
     own_tmp.chmod(0o755)
+    proc = None
     try:
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=tmp_path, env={**os.environ, "TMPDIR": str(own_tmp)})
         for _ in range(4):  # a few cycles in, then Ctrl-C while a crash and restart are under way
             assert proc.stdout.readline().strip() == "crashing", proc.stderr.read()
-        time.sleep(0.1)
         roots = [d for d in own_tmp.glob("benchlib-*-*") if tempdirs.owner(d) == proc.pid]
+        deadline = time.monotonic() + 10  # between a crash and its restart no server runs: wait for one
+        while roots and not _postgres_under(roots) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert roots and _postgres_under(roots)  # its server is up
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=120)
@@ -145,6 +148,9 @@ def test_ctrl_c_mid_crash_leaves_no_server_behind(tmp_path):
             time.sleep(0.1)
         assert left == set()
     finally:
+        if proc is not None and proc.poll() is None:  # a failed assertion above: no run outlives the test
+            proc.kill()
+            proc.communicate(timeout=60)
         shutil.rmtree(own_tmp, ignore_errors=True)
 
 

@@ -181,6 +181,17 @@ def test_sigterm_during_a_large_prefill_ends_the_run_within_seconds(tmp_path, ba
     assert not alive and _owned_by(proc.pid) == []
 
 
+def _has_postgres_child(pid: int) -> bool:
+    """Whether a server runs under `pid` yet (a child that ends while we look is not one)."""
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if child.name() == "postgres":
+                return True
+        except psutil.NoSuchProcess:
+            pass
+    return False
+
+
 def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
     """A 2 s SIGSTOP of the harness inside a measured sample: its jobs/s silently absorbed the pause
     before; now the sample carries the largest gap between completions and a stall flag, and the
@@ -188,15 +199,21 @@ def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--consumers", "1", "--batch", "1",
                              "--prefill", "12000", "--samples", "1", "--warmup", "0", "--data-dir", "data"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not any(c.name() == "postgres" for c in psutil.Process(proc.pid).children(recursive=True)):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    time.sleep(2.5)  # the prefill is done; the drain of 12,000 jobs at batch 1 runs for several seconds more
-    proc.send_signal(signal.SIGSTOP)
-    time.sleep(2)
-    proc.send_signal(signal.SIGCONT)
-    out, err = proc.communicate(timeout=300)
+    try:
+        deadline = time.monotonic() + 60
+        while not _has_postgres_child(proc.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(2.5)  # the prefill is done; the drain of 12,000 jobs at batch 1 runs for several seconds more
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(2)
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:  # an assertion failed first: the run does not outlive the test
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     (row,) = pl.read_parquet(next((tmp_path / "data").rglob("*.samples.parquet"))).iter_rows(named=True)
     assert row["stall"] is True and row["completion_gap_max_ms"] >= 1_900, row

@@ -48,8 +48,7 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     if not ok.height:
         return pl.DataFrame()
     first = ok.filter(pl.col("round") == 0)
-    rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"),
-                                   pl.col("confirmed").fill_null(False).sum().alias("confirmed_rounds"))
+    rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"))
     out = first.join(rounds, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("settings").map_elements(ceiling, return_dtype=pl.Float64).alias("ceiling"))
     if steps is not None and steps.height:

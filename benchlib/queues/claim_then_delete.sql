@@ -26,15 +26,19 @@ ANALYZE claim_then_delete_jobs;
 CHECKPOINT;
 
 -- name: dequeue
+-- `id = ANY(ARRAY(subquery))`, not `id IN (subquery)`: the ARRAY is an InitPlan, run once per
+-- call, so the LIMIT holds whatever plan is cached. With IN, a generic plan made on the empty
+-- table consumers poll first is a nested-loop semi join that re-runs the LIMIT subquery per
+-- row and claims every ready job (tests/integration/test_queues.py).
 UPDATE claim_then_delete_jobs
 SET state = 'running', started_at = clock_timestamp()
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM claim_then_delete_jobs
     WHERE state = 'ready'
     ORDER BY id
     FOR UPDATE SKIP LOCKED
     LIMIT $1
-)
+))
 RETURNING id, payload;
 
 -- name: ack

@@ -28,15 +28,19 @@ ANALYZE skip_locked_jobs;
 CHECKPOINT;
 
 -- name: dequeue
+-- `id = ANY(ARRAY(subquery))`, not `id IN (subquery)`: the ARRAY is an InitPlan, run once per
+-- call, so the LIMIT holds whatever plan is cached. With IN, a generic plan made on the empty
+-- table consumers poll first is a nested-loop semi join that re-runs the LIMIT subquery per
+-- row and claims every ready job (tests/integration/test_queues.py).
 UPDATE skip_locked_jobs
 SET state = 'claimed', claimed_at = clock_timestamp()
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM skip_locked_jobs
     WHERE state = 'ready'
     ORDER BY id
     FOR UPDATE SKIP LOCKED
     LIMIT $1
-)
+))
 RETURNING id, payload;
 
 -- name: ack

@@ -129,15 +129,11 @@ async def test_row_versions_per_job(name, target_for):
 
 
 # Found in the capacity study's published run (skip_locked: windows in which no job was handled):
-# these designs' dequeue is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT $1)`.
-# Planned generically on an empty table, it becomes a nested-loop semi join that re-runs the
+# these designs' dequeue was `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT $1)`.
+# Planned generically on an empty table, it became a nested-loop semi join that re-ran the
 # LIMIT subquery for every row of the table: one dequeue(50) of 20,000 ready jobs claimed all
-# 20,000 and took 22 s. The fix (`id = ANY(ARRAY(SELECT ...))`, or a materialized CTE) changes
-# what every study measures for these designs, so it lands with their re-measurement.
-GENERIC_PLAN_BUG = pytest.mark.xfail(strict=True, reason="dequeue's generic plan claims the whole table (fix "
-                                     "lands with the re-measurement of these designs)")
-OUR_SQL_DESIGNS = [pytest.param(n, marks=GENERIC_PLAN_BUG) if n in ("skip_locked", "claim_then_delete") else n
-                   for n in ("skip_locked", "skip_locked_delete", "claim_then_delete", "pgmq")]
+# 20,000 and took 22 s. Now `id = ANY(ARRAY(SELECT ...))`, an InitPlan run once per call.
+OUR_SQL_DESIGNS = ["skip_locked", "skip_locked_delete", "claim_then_delete", "pgmq"]
 
 
 @pytest.mark.parametrize("name", OUR_SQL_DESIGNS)

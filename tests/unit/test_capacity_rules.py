@@ -29,9 +29,20 @@ def test_a_flat_backlog_has_no_slope_and_a_growing_one_is_caught():
     (1000, (0.0, -1.0, 1.0), 2500, 0, "fail"),  # more than 2 s of production waiting
     (1000, (0.0, -1.0, 1.0), 40, 3, "fail"),  # lost jobs fail a step however flat its backlog
     (1000, (0.0, -1.0, 1.0), 40, None, "fail"),  # did not drain
+    # the system fell behind even the slower rate the producers managed: a fail (the search goes
+    # on below), not producer-bound (which ends it); the published pgqueuer step read otherwise
+    (980, (0.0, -1.0, 1.0), 2500, 0, "fail"),
+    (980, (50.0, 40.0, 60.0), 300, None, "fail"),
 ])
 def test_the_verdict(achieved, slope, backlog, lost, expected):
     assert verdict(1000.0, achieved, slope, backlog, lost, None)[0] == expected
+
+
+def test_a_window_that_ended_early_fails_whatever_its_reconciled_instants_say():
+    """Worker systems report handled jobs late with earlier stamps, so the reconciled backlog at
+    the second the live count passed the limit can stay just under it."""
+    outcome, reason = verdict(1000.0, 1000, (0.0, -1.0, 1.0), 1990, None, None, ended_at=5)
+    assert outcome == "fail" and "second 5" in reason
 
 
 @pytest.mark.parametrize("capacity", [37.0, 950.0, 12_345.0])
@@ -139,14 +150,33 @@ async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_
     behind = Ledger()
     behind.enqueued(behind.reserve(300), list(range(300)), now_ns())  # 3 s of production waiting
     start = now_ns()
-    await m._hold_window(behind, plan, start)
+    assert await m._hold_window(behind, plan, start) == 1
     assert (now_ns() - start) / 1e9 < 2.5
     steady = Ledger()
     steady.enqueued(steady.reserve(100), list(range(100)), now_ns())
     steady.handled(list(range(100)), now_ns())
     start = now_ns()
-    await m._hold_window(steady, m.StepPlan(rate=100.0, seconds=2.0, purpose="search"), start)
+    assert await m._hold_window(steady, m.StepPlan(rate=100.0, seconds=2.0, purpose="search"), start) is None
     assert (now_ns() - start) / 1e9 >= 2.0
+
+
+def test_a_window_that_ended_a_hair_before_its_second_is_judged_at_that_second():
+    """The clock can wake a few hundred microseconds before whole second N; the backlog at N,
+    the instant that ended the window, must still be read (it was left out)."""
+    from benchlib.studies.capacity import measure as m
+    from benchlib.workload import pacing
+    from benchlib.workload.ledger import Ledger
+
+    second = 1_000_000_000
+    start = 10 * second
+    ledger = Ledger()
+    for t in range(6):  # 100 jobs acknowledged per second, none handled
+        ledger.enqueued(ledger.reserve(100), list(range(100 * t, 100 * t + 100)), start + t * second - 1000,
+                        [start + t * second - 2000] * 100)
+    plan = m.StepPlan(rate=100.0, seconds=15.0, purpose="search")
+    row = m._judge(ledger.reconcile(), plan, start, start + 5 * second - 300_000, 5, pacing.Producers(), {},
+                   {}, {}, {"shares": {}}, False, 0)
+    assert row["backlog_max"] == 600 and row["verdict"] == "fail"
 
 
 def test_a_bracket_s_unit_comes_before_its_explanation():

@@ -238,8 +238,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
     if stalled:
         out.append(f"**Stalls**: in some windows no job was handled at all while the producers kept sending: "
                    f"{', '.join(stalled)}. Those steps failed on a stall, not on a rate the system cannot keep up "
-                   "with, so the bracket and long-hold counts of these systems are not yet a capacity (what "
-                   "is known of the cause: METHOD.md, capacity).")
+                   "with, so the bracket and long-hold counts of these systems are not yet a capacity (a stall "
+                   "is a defect to find: METHOD.md, capacity, describes the one found in our own design).")
     fuzzy = [name(r) for r in judged if r["over_rounds"]]
     if fuzzy:
         out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "

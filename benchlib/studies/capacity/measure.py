@@ -18,13 +18,14 @@ harness's driver; worker: the library's own workers in continuous mode); a warm-
 then a measured window in which the backlog (acknowledged - handled, exact, from the
 ledger) is read every second; then the producers stop, the rest drains, and every
 seq is reconciled. The step **passes** when
-- the producers held their schedule: achieved >= 0.99 r (else it is *producer-bound*:
-  the harness, not the system, set the limit, and the search stops there);
+- the largest backlog in the window is <= 2 s x r (a window whose backlog passes that
+  cannot pass any more: it ends there, after at least 5 s, and the step fails);
 - the upper 95 % bound of the backlog's least-squares slope over the window is
   <= max(1 % of r, 5 jobs/s); an interval that straddles it is *inconclusive* and the
   step is repeated once (still inconclusive: counted as a failure, and said);
-- the largest backlog in the window is <= 2 s x r (a window whose backlog passes that
-  cannot pass any more: it ends there, after at least 5 s, and the step fails);
+- the producers held their schedule: achieved >= 0.99 r (else it is *producer-bound*:
+  the harness, not the system, set the limit, and the search stops there; looked at after
+  the backlog, which can fail the step at the slower rate the producers managed);
 - nothing was lost, the drain finished, and nothing failed.
 
 The **search** starts at a quarter of the drain study's rate for the same system,
@@ -219,18 +220,28 @@ def slope_interval(backlog: np.ndarray) -> tuple[float, float, float]:
 
 
 def verdict(rate: float, achieved: float, slope: tuple[float, float, float], backlog_max: int, lost: int | None,
-            error: str | None) -> tuple[str, str | None]:
-    """pass | fail | inconclusive | producer-bound, and why it is not a pass."""
+            error: str | None, ended_at: int | None = None) -> tuple[str, str | None]:
+    """pass | fail | inconclusive | producer-bound, and why it is not a pass.
+
+    A backlog past its limit, or growing, fails the step before the producers' pace is looked
+    at: a system that fell behind a slower-than-offered rate fell behind the offered one too,
+    so the search may go on below it (producer-bound ends the search). `ended_at`: the whole
+    second at which the window ended early on its live backlog; such a window fails even if
+    the reconciled count (worker systems report handled jobs late, with earlier stamps) stays
+    just under the limit at its instants."""
     if error:
         return "fail", error
-    if achieved < PASS_ACHIEVED * rate:
-        return "producer-bound", f"the producers sent {achieved:,.0f} of {rate:,.0f} jobs/s"
     limit = max(SLOPE_SHARE * rate, SLOPE_FLOOR)
     _, lo, hi = slope
     if backlog_max > BACKLOG_S * rate:
         return "fail", f"the backlog reached {backlog_max:,} jobs, more than {BACKLOG_S:g} s of production"
+    if ended_at is not None:
+        return "fail", (f"the window ended at second {ended_at}: its live backlog passed {OVERFLOW:g} x "
+                        f"{BACKLOG_S:g} s of production")
     if lo > limit:
         return "fail", f"the backlog grew {slope[0]:,.1f} jobs/s (interval {lo:,.1f} to {hi:,.1f})"
+    if achieved < PASS_ACHIEVED * rate:
+        return "producer-bound", f"the producers sent {achieved:,.0f} of {rate:,.0f} jobs/s"
     if lost is None:
         return "fail", "the backlog did not drain after the producers stopped"
     if lost:
@@ -363,7 +374,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             cpu = CpuMeter(target.server_pid).start()
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
-            await _hold_window(ledger, plan, window_start)
+            ended_at = await _hold_window(ledger, plan, window_start)
             window_end = now_ns()
             handled_in_window = len(ledger.handled_keys) - handled_before
             costs = cpu.stop(handled_in_window)
@@ -373,8 +384,8 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         await asyncio.gather(*producing)
         # the rest drains, and every seq is reconciled; a window that already failed on its
         # backlog is not worth the wait (its lost count is then not assessed: null)
-        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if _window_holds(ledger, plan, window_start,
-                                                                            window_end) else now_ns()
+        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if ended_at is None and _window_holds(
+            ledger, plan, window_start, window_end) else now_ns()
         while ledger.distinct < ledger.acknowledged and now_ns() < deadline:
             _raise_failed(tasks)
             await asyncio.sleep(0.02)
@@ -392,14 +403,16 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         if t.done() and not t.cancelled() and t.exception() is not None:
             raise t.exception()
     rec = ledger.reconcile()
-    return _judge(rec, plan, window_start, window_end, out, costs, before, after, waits, drained, handled_in_window)
+    return _judge(rec, plan, window_start, window_end, ended_at, out, costs, before, after, waits, drained,
+                  handled_in_window)
 
 
-async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> None:
+async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> int | None:
     """Wait out the measured window, or end it once it can no longer pass: a backlog past its
     limit (2 s of production) fails the step whatever follows. The check runs on the live count
-    at each whole second after the first EARLY_END_S, with a margin (OVERFLOW) so that the
-    reconciled backlog at that second, which the verdict reads, is past the limit too. Most
+    at each whole second from EARLY_END_S on, with a margin (OVERFLOW) against reading a
+    moment late; the second it ended at is returned (None: the whole window ran), and the
+    verdict fails such a window whatever the reconciled count says at its instants. Most
     failing steps of a search are far over capacity; their windows end in seconds instead of
     running on to show the same verdict."""
     limit = OVERFLOW * BACKLOG_S * plan.rate
@@ -409,7 +422,8 @@ async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> Non
         second += 1
         await asyncio.sleep(max(0.0, (min(window_start + second * 1_000_000_000, end) - now) / 1e9))
         if second >= EARLY_END_S and ledger.acknowledged - ledger.distinct > limit:
-            return
+            return second
+    return None
 
 
 def _window_holds(ledger: Ledger, plan: StepPlan, start: int, end: int) -> bool:
@@ -444,12 +458,16 @@ class _census:
         return {"ticks": 0, "shares": {}}
 
 
-def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, out: pacing.Producers,
-           costs: dict, before: dict, after: dict, waits: dict, drained: bool, handled: int) -> dict[str, Any]:
+def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, ended_at: int | None,
+           out: pacing.Producers, costs: dict, before: dict, after: dict, waits: dict, drained: bool,
+           handled: int) -> dict[str, Any]:
+    """The step's row. The backlog is read at the window's whole seconds: up to the one it ended
+    at early (the clock may wake a hair before it), else up to the last that fits."""
     seconds = (window_end - window_start) / 1e9
     acked = rec.acked_ns
     achieved = int(np.count_nonzero((acked >= window_start) & (acked < window_end))) / seconds
-    instants = window_start + np.arange(0, int(seconds) + 1) * 1_000_000_000
+    last = ended_at if ended_at is not None else int(seconds)
+    instants = window_start + np.arange(0, last + 1) * 1_000_000_000
     backlog_series = rec.backlog_at(instants)
     slope = slope_interval(backlog_series)
     lost = rec.lost if drained else None
@@ -458,7 +476,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
     latency = latency[rec.first_ns[in_window] >= 0]
     pickup = rec.first_ns[in_window] - rec.acked_ns[in_window]
     pickup = pickup[rec.first_ns[in_window] >= 0]
-    outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None)
+    outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None, ended_at)
     per = 1.0 / handled if handled else None
     e2e = percentiles_ms(latency, "e2e")
     pick = percentiles_ms(pickup, "pickup")

@@ -86,10 +86,10 @@ def _step(rnd: int, purpose: str, rate: float, verdict_: str) -> dict:
             "step": _step.n, "purpose": purpose, "rate": rate, "verdict": verdict_, "lost": 0, "duplicates": 0}
 
 
-def test_a_bracket_whose_one_point_one_passed_stays_the_search_s_and_says_so():
+def test_each_half_of_the_confirmation_is_counted_per_round():
     """pgmq's published steps: the search failed at 12,476 and passed at 11,440; 1.1 x (12,585)
-    then passed in every round. The result row had become [12,585 – 12,585]; the bracket is the
-    search's, and the report counts how often each half of the confirmation held."""
+    passed too in two rounds, the long hold failed in one: the report counts how often each
+    half of the confirmation held (an inconclusive step counts by its repeat)."""
     from benchlib.results import frame
     from benchlib.studies.capacity import analysis
     from benchlib.studies.capacity.measure import RESULTS, STEPS
@@ -102,7 +102,7 @@ def test_a_bracket_whose_one_point_one_passed_stays_the_search_s_and_says_so():
              _step(1, "confirm_over", 12_585, "pass"),
              _step(2, "confirm_long", 11_440, "fail"), _step(2, "confirm_over", 12_585, "fail")]
     results = [{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
-                "passed": 12_585.0, "failed": 12_585.0, "confirmed": False, "bound": "bracket", "settings": "{}"}
+                "passed": 11_440.0, "failed": 12_476.0, "confirmed": False, "bound": "bracket", "settings": "{}"}
                for rnd in range(3)]
     (row,) = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS)).iter_rows(named=True)
     assert (row["passed"], row["failed"]) == (11_440, 12_476)
@@ -136,6 +136,41 @@ async def test_a_search_whose_one_point_one_passes_keeps_its_own_bracket(monkeyp
     assert result["confirmed"] is False and result["bound"] == "bracket"
     over = [r for r in rows["steps"] if r["purpose"] == "confirm_over"]
     assert over and over[0]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("holds_long", [900.0, 800.0])
+async def test_a_lower_end_that_fails_the_long_hold_steps_down_once(monkeypatch, holds_long):
+    """A fake system that passes every 15 s window up to 1,000 jobs/s but holds 45 s only up to
+    `holds_long`: the search's lower end (925) fails the long hold, so round 0 tries 1 / 1.1 of it
+    (841) at the long window. Where that passes, the bracket is [841, 925], the rate kept up with
+    for the longer window, and its long hold counts as held; where it fails too, the bracket
+    stays the search's and says it never held."""
+    from benchlib.results import frame
+    from benchlib.runner import Cell
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity import measure as m
+
+    async def fake_step(target, system, consumers, batch, plan, p):
+        limit = holds_long if plan.seconds > p.window_s else 1000
+        return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if plan.rate <= limit else "fail",
+                "e2e_p99_ms": 5.0, "pickup_p50_ms": 1.0}
+
+    monkeypatch.setattr(m, "run_step", fake_step)
+    p = Params(systems=("skip_locked",), drain_profile=None, pickup_rate=0)
+    cell = Cell({"system": "skip_locked", "consumers": 4, "round": 0, "batch": 10, "start_rate": 300.0}, ())
+    rows = await m.measure(p, cell, None, {}, lambda *_: None)
+    (result,) = rows["results"]
+    longs = [(round(r["rate"]), r["verdict"]) for r in rows["steps"] if r["purpose"] == "confirm_long"]
+    assert longs == [(925, "fail"), (841, "pass" if holds_long == 900 else "fail")]
+    steps = [{**r, "backend": "postgres", "system": "skip_locked", "kind": "pull", "consumers": 4, "batch": 10,
+              "round": 0, "step": i} for i, r in enumerate(rows["steps"])]
+    result = {**result, "system": "skip_locked", "consumers": 4, "batch": 10, "round": 0}
+    (row,) = analysis.brackets(frame([result], m.RESULTS), frame(steps, m.STEPS)).iter_rows(named=True)
+    if holds_long == 900:
+        assert (round(row["passed"]), round(row["failed"])) == (841, 925) and row["held_rounds"] == 1
+        assert row["over_rounds"] == 1 and result["confirmed"] is False  # 925 passes 15 s: not sharp there
+    else:
+        assert (round(row["passed"]), round(row["failed"])) == (925, 1009) and row["held_rounds"] == 0
 
 
 async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_out(monkeypatch):

@@ -6,6 +6,7 @@ fixture rows and can change without re-measuring anything.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import polars as pl
@@ -39,11 +40,9 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     """One row per system and consumers: round 0's bracket, how often its confirmation held, and
     whether it sits at the ceiling the system's own settings imply.
 
-    With the steps, the bracket is the search's own (its highest pass, the lowest failure above
-    it) and each round's confirmation is split in two counts: `held_rounds` (the lower end held
-    `confirm_factor` times longer) and `over_rounds` (1.1 x it passed too: the edge is not sharp
-    at this precision). Data measured before measure.py kept the search's bracket had moved a
-    bracket whose 1.1 x passed to [1.1 x – 1.1 x]; reading it from the steps reads both alike."""
+    With the steps, each round's confirmation is split in two counts: `held_rounds` (the
+    bracket's lower end held `confirm_factor` times longer) and `over_rounds` (1.1 x it passed
+    too: the edge is not sharp at this precision)."""
     ok = results.filter(pl.col("error").is_null())
     if not ok.height:
         return pl.DataFrame()
@@ -64,25 +63,14 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
 
 
 def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
-    """The search's bracket and the per-round confirmation counts of one result row, from its steps
-    (a step repeated because it was inconclusive counts by its repeat's verdict)."""
+    """The per-round confirmation counts, the latency objectives and the stalls of one result
+    row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict)."""
     mine = steps.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
-                        & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null())
+                        & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null()).sort("round", "step")
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None}
-    # the search: round 0's steps before its first confirmation, an inconclusive step's repeat
-    # giving the verdict at its rate
-    first = mine.filter(pl.col("round") == 0).sort("step")
-    ends = first["purpose"].is_in(["confirm_long", "confirm_over", "pickup"]).arg_true()
-    searched = first.head(ends[0] if ends.len() else first.height)
-    verdicts = {rate: v for rate, v in zip(searched["rate"], searched["verdict"])}
-    if r["bound"] == "bracket" and verdicts:
-        passes = [rate for rate, v in verdicts.items() if v == "pass"]
-        if passes:
-            above = [rate for rate, v in verdicts.items() if v != "pass" and rate > max(passes)]
-            extra |= {"passed": max(passes), "failed": min(above) if above else r["failed"]}
     # the latency objectives from passing steps at or below the bracket's lower end: a 1.1x that
     # passed lies above the bracket and would quote a rate higher than the bracket itself
-    top = extra.get("passed", r["passed"])
+    top = r["passed"]
     ok = mine.filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup"))
     if top is not None and ok.height:
         ok = ok.filter(pl.col("rate") <= top)
@@ -98,13 +86,14 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     held = over = judged = 0
     for _, part in mine.filter(pl.col("purpose").is_in(["confirm_long", "confirm_over", "repeat"])).group_by(
             "round", maintain_order=True):
-        long_rate = part.filter(pl.col("purpose") == "confirm_long")["rate"]
-        over_rate = part.filter(pl.col("purpose") == "confirm_over")["rate"]
-        if not long_rate.len():
+        if not part.filter(pl.col("purpose") == "confirm_long").height or top is None:
             continue
         judged += 1
-        last = {rate: v for rate, v in zip(part["rate"], part["verdict"])}  # a repeat's verdict replaces the first
-        held += last.get(long_rate[0]) == "pass"
+        # per rate, the last verdict (a repeat's replaces the first); round 0 can hold two long
+        # steps (the search's lower end, then 1 / 1.1 of it): the one at the bracket's lower end counts
+        last = {rate: v for rate, v in zip(part["rate"], part["verdict"])}
+        over_rate = part.filter(pl.col("purpose") == "confirm_over")["rate"]
+        held += any(v == "pass" for rate, v in last.items() if math.isclose(rate, top))
         over += bool(over_rate.len()) and last.get(over_rate[0]) == "pass"
     if judged:
         extra |= {"held_rounds": held, "over_rounds": over, "rounds": judged}

@@ -31,7 +31,9 @@ seq is reconciled. The step **passes** when
 The **search** starts at a quarter of the drain study's rate for the same system,
 consumers and batch (its published data; else `start_rate`), doubles until a step
 fails, bisects (geometric mean) until fail / pass <= 1 + precision, then confirms: the
-last pass held `confirm_factor` times longer must pass and 1.1 x it must fail. Each
+last pass held `confirm_factor` times longer must pass and 1.1 x it must fail. Where the
+long hold fails, one more long step at 1 / 1.1 of it: if that passes, the bracket is the
+pair of long steps (a 15 s pass is not a rate kept up with for longer). Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
 round's bracket, so the spread between rounds is shown. A pickup step at a low rate
 shows what an idle queue's wake-up costs (a polling interval, LISTEN/NOTIFY).
@@ -585,23 +587,34 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
             search.record(rate, await attempt(StepPlan(rate, p.window_s, "search")))
         if search.bound is None:
             search.bound = "max_steps"
-        state.setdefault("brackets", {})[key] = (search.passed, search.failed, search.bound)
     else:
         passed, failed, bound = state.get("brackets", {}).get(key, (None, None, "nothing passed"))
         search = Search(0.0, p.precision, p.max_rate, passed, failed, bound)
     confirmed = None
     if search.passed and search.bound == "bracket":
-        lo = search.passed
-        long_ok = await attempt(StepPlan(lo, p.window_s * p.confirm_factor, "confirm_long")) == "pass"
-        over = await attempt(StepPlan(lo * OVER, p.window_s, "confirm_over"))
+        long_s = p.window_s * p.confirm_factor
+        long_ok = await attempt(StepPlan(search.passed, long_s, "confirm_long")) == "pass"
+        if rnd == 0 and not long_ok:
+            # the search's lower end did not hold the longer window: one step down (1 / 1.1) at
+            # it. A pass there makes the bracket [that rate, the rate that failed to hold], the
+            # rate kept up with for the longer window; a fail leaves the search's bracket, marked.
+            # One step only: the study must stay inside its hour.
+            lower = search.passed / OVER
+            if await attempt(StepPlan(lower, long_s, "confirm_long")) == "pass":
+                search.passed, search.failed, long_ok = lower, search.passed, True
+        over = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over"))
         # 1.1 x passing too leaves the search's bracket as it was, unconfirmed: the edge is not
         # sharp there (a [1.1x, 1.1x] "bracket" would claim a precision no step showed)
         confirmed = long_ok and over != "pass"
+    if rnd == 0:
+        state.setdefault("brackets", {})[key] = (search.passed, search.failed, search.bound)
     pickup = None
     if rnd == 0 and p.pickup_rate:
         await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))
         pickup = rows[-1].get("pickup_p50_ms")
-    passing = [r for r in rows if r["verdict"] == "pass" and r["purpose"] != "pickup"]
+    # the latency objectives from passing steps inside the bracket (a 1.1 x that passed lies above it)
+    passing = [r for r in rows if r["verdict"] == "pass" and r["purpose"] != "pickup"
+               and search.passed is not None and r["rate"] <= search.passed * (1 + 1e-9)]
 
     def best_under(limit_ms: float) -> float | None:
         ok = [r["rate"] for r in passing if (r.get("e2e_p99_ms") or math.inf) <= limit_ms]

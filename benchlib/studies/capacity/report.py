@@ -47,7 +47,8 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
         if unheld := analysis.never_held(top):
             rates = "that rate" if len(unheld) == 1 else "those rates"
             line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
-                     "round: what they keep up with for longer was not measured")
+                     "round, nor 1/1.1 of it in the first: what they keep up with for longer lies lower, "
+                     "and was not searched")
         lines.append(line + ".")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:

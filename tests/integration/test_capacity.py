@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
+from processes import postgres_under
 
 from benchlib.studies import capacity
 
@@ -39,21 +40,6 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
         assert first["sql_calls_per_job"] > 0 and first["wal_bytes_per_job"] > 0 and json.loads(first["wait_events"])
 
 
-def _postgres_children(pid: int) -> list[psutil.Process]:
-    out = []
-    try:
-        children = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    for c in children:
-        try:
-            if c.name() == "postgres":
-                out.append(c)
-        except psutil.NoSuchProcess:  # ended while we looked (the other xdist worker's load makes it likelier)
-            pass
-    return out
-
-
 RUN = """
 import asyncio, json, sys
 from benchlib.studies import capacity
@@ -75,7 +61,7 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
     while not list(cells.glob("*.partial.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
     (partial,) = list(cells.glob("*.partial.json"))
-    servers = _postgres_children(proc.pid)
+    servers = postgres_under(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

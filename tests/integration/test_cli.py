@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
+from processes import postgres_under
 
 from benchlib import outputs, tempdirs
 
@@ -181,17 +182,6 @@ def test_sigterm_during_a_large_prefill_ends_the_run_within_seconds(tmp_path, ba
     assert not alive and _owned_by(proc.pid) == []
 
 
-def _has_postgres_child(pid: int) -> bool:
-    """Whether a server runs under `pid` yet (a child that ends while we look is not one)."""
-    for child in psutil.Process(pid).children(recursive=True):
-        try:
-            if child.name() == "postgres":
-                return True
-        except psutil.NoSuchProcess:
-            pass
-    return False
-
-
 def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
     """A 2 s SIGSTOP of the harness inside a measured sample: its jobs/s silently absorbed the pause
     before; now the sample carries the largest gap between completions and a stall flag, and the
@@ -201,7 +191,7 @@ def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not _has_postgres_child(proc.pid):
+        while not postgres_under(proc.pid):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         time.sleep(2.5)  # the prefill is done; the drain of 12,000 jobs at batch 1 runs for several seconds more

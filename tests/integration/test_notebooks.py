@@ -18,6 +18,7 @@ import time
 import polars as pl
 import psutil
 import pytest
+from processes import postgres_under
 
 from benchlib import notebooks, tempdirs
 from benchlib.outputs import REPO_ROOT
@@ -74,16 +75,9 @@ def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
                              "xmin_horizon"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "BENCH_PROGRESS": "auto"})
     deadline = time.monotonic() + 120
-    kernel = None
-    while time.monotonic() < deadline and kernel is None:  # wait until the kernel has a server running
+    while time.monotonic() < deadline and not postgres_under(proc.pid):  # the kernel has a server running
         time.sleep(0.5)
-        for child in psutil.Process(proc.pid).children(recursive=True):
-            try:
-                if child.name() == "postgres":
-                    kernel = child
-            except psutil.NoSuchProcess:  # a child that ended while we looked
-                pass
-    assert kernel is not None, "no server started"
+    assert postgres_under(proc.pid), "no server started"
     time.sleep(2)
     descendants = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signal.SIGINT)

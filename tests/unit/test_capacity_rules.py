@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 
 from benchlib.errors import BenchError
@@ -280,3 +281,20 @@ def test_windows_with_no_job_handled_are_called_stalls_and_latency_objectives_st
     (row,) = b.iter_rows(named=True)
     assert row["stalled_steps"] == 2 and row["p99_1s"] == 1414 and row["p99_100ms"] == 1000
     assert any(x.startswith("**Stalls**") and "pgmq (2 steps)" in x for x in analysis.sentences(b))
+
+
+def test_a_search_whose_first_step_was_producer_bound_reads_not_measured():
+    """turso's published search: its first step (1,860/s) was producer-bound and ended the search
+    with nothing passed; the report said 'none passed' and 'kept up with no rate tried', as if
+    the system had failed a rate it was never offered in full."""
+    from benchlib.studies.capacity import analysis
+
+    r = {"backend": "turso", "system": "sqlite", "passed": None, "failed": 1860.0, "bound": "producer-bound",
+         "held_rounds": None, "rounds": 0, "over_rounds": None, "at_ceiling": False, "pickup_p50_ms": 12.1,
+         "stalled_steps": 0}
+    assert analysis.bracket_text(r, " jobs/s") == ("not measured (our producers could go no faster at 1,860 jobs/s, "
+                                                   "the first rate tried)")
+    lines = analysis.sentences(pl.DataFrame([r]))
+    assert not any(x.startswith("Kept up with no rate tried") for x in lines)
+    assert any(x.startswith("Not measured: the first rate tried") and "sqlite (turso) (1,860 jobs/s)" in x
+               for x in lines)

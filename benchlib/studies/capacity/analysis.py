@@ -107,6 +107,8 @@ BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "t
 def bracket_text(r: dict, unit: str = "") -> str:
     """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket;
     `unit` follows the numbers, before any explanation in parentheses."""
+    if r["passed"] is None and r["bound"] == "producer-bound":  # the first rate tried was already too fast for them
+        return f"not measured ({BOUNDS['producer-bound']} at {fmt(r['failed'])}{unit}, the first rate tried)"
     if r["passed"] is None:
         return f"none passed (down to {fmt(r['failed'])}{unit})" if r["failed"] else "none"
     if r["bound"] == "producer-bound":
@@ -211,7 +213,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
 
     rows = list(b.iter_rows(named=True))
     out = []
-    none = [f"{name(r)} (down to {fmt(r['failed'])} jobs/s)" for r in rows if r["passed"] is None]
+    none = [f"{name(r)} (down to {fmt(r['failed'])} jobs/s)" for r in rows
+            if r["passed"] is None and r["bound"] != "producer-bound"]
     if none:
         out.append("Kept up with no rate tried: " + ", ".join(none) + ".")
     judged = [r for r in rows if r.get("held_rounds") is not None and r["rounds"]]
@@ -237,10 +240,16 @@ def sentences(b: pl.DataFrame) -> list[str]:
     if capped:
         out.append("**Configuration ceilings** reached, the rate the system's own worker, batch and polling "
                    f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
-    producer = [name(r) for r in rows if r["bound"] == "producer-bound"]
+    producer = [name(r) for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
     if producer:
         out.append(f"Our producers could go no faster for {', '.join(producer)}: their capacity is above the "
                    "bracket's lower end, by how much this machine cannot say.")
+    unmeasured = [f"{name(r)} ({fmt(r['failed'])} jobs/s)" for r in rows
+                  if r["bound"] == "producer-bound" and r["passed"] is None]
+    if unmeasured:
+        out.append(f"Not measured: the first rate tried was already more than our producers could send for "
+                   f"{', '.join(unmeasured)}, and the search does not go below a producer-bound step, so "
+                   "nothing is known of these systems' capacity from this run.")
     slow = sorted((r for r in rows if (r["pickup_p50_ms"] or 0) >= 100), key=lambda r: -r["pickup_p50_ms"])
     if slow:
         out.append("An idle queue's pickup (p50) took 100 ms or more only for " + ", ".join(

@@ -116,22 +116,27 @@ def test_each_half_of_the_confirmation_is_counted_per_round():
     assert table["long hold passed"] == "2 of 3" and table["1.1× passed too"] == "2 of 3"
 
 
-async def test_a_search_whose_one_point_one_passes_keeps_its_own_bracket(monkeypatch):
-    """A fake system that keeps up with 1,000 jobs/s in the search, but whose edge is soft: 1.1 x
-    the last pass also passes in the confirmation. The result stays the search's bracket,
-    unconfirmed; it used to become [1.1x - 1.1x], a precision no step had shown."""
+async def _search_a_fake(monkeypatch, passes) -> dict:
+    """Round 0 of one cell (skip_locked, 4 consumers, from 300 jobs/s) against a fake system whose
+    steps pass where `passes(plan, params)` says so."""
     from benchlib.runner import Cell
     from benchlib.studies.capacity import measure as m
 
     async def fake_step(target, system, consumers, batch, plan, p):
-        ok = plan.rate <= 1000 or plan.purpose == "confirm_over"
-        return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if ok else "fail",
+        return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if passes(plan, p) else "fail",
                 "e2e_p99_ms": 5.0, "pickup_p50_ms": 1.0}
 
     monkeypatch.setattr(m, "run_step", fake_step)
     p = Params(systems=("skip_locked",), drain_profile=None, pickup_rate=0)
     cell = Cell({"system": "skip_locked", "consumers": 4, "round": 0, "batch": 10, "start_rate": 300.0}, ())
-    rows = await m.measure(p, cell, None, {}, lambda *_: None)
+    return await m.measure(p, cell, None, {}, lambda *_: None)
+
+
+async def test_a_search_whose_one_point_one_passes_keeps_its_own_bracket(monkeypatch):
+    """A fake system that keeps up with 1,000 jobs/s in the search, but whose edge is soft: 1.1 x
+    the last pass also passes in the confirmation. The result stays the search's bracket,
+    unconfirmed; it used to become [1.1x - 1.1x], a precision no step had shown."""
+    rows = await _search_a_fake(monkeypatch, lambda plan, p: plan.rate <= 1000 or plan.purpose == "confirm_over")
     (result,) = rows["results"]
     assert result["passed"] <= 1000 < result["failed"] <= 1.1 * result["passed"]
     assert result["confirmed"] is False and result["bound"] == "bracket"
@@ -147,19 +152,11 @@ async def test_a_lower_end_that_fails_the_long_hold_steps_down_once(monkeypatch,
     for the longer window, and its long hold counts as held; where it fails too, the bracket
     stays the search's and says it never held."""
     from benchlib.results import frame
-    from benchlib.runner import Cell
     from benchlib.studies.capacity import analysis
     from benchlib.studies.capacity import measure as m
 
-    async def fake_step(target, system, consumers, batch, plan, p):
-        limit = holds_long if plan.seconds > p.window_s else 1000
-        return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if plan.rate <= limit else "fail",
-                "e2e_p99_ms": 5.0, "pickup_p50_ms": 1.0}
-
-    monkeypatch.setattr(m, "run_step", fake_step)
-    p = Params(systems=("skip_locked",), drain_profile=None, pickup_rate=0)
-    cell = Cell({"system": "skip_locked", "consumers": 4, "round": 0, "batch": 10, "start_rate": 300.0}, ())
-    rows = await m.measure(p, cell, None, {}, lambda *_: None)
+    rows = await _search_a_fake(monkeypatch, lambda plan, p: plan.rate <= (
+        holds_long if plan.seconds > p.window_s else 1000))
     (result,) = rows["results"]
     longs = [(round(r["rate"]), r["verdict"]) for r in rows["steps"] if r["purpose"] == "confirm_long"]
     assert longs == [(925, "fail"), (841, "pass" if holds_long == 900 else "fail")]

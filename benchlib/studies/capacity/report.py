@@ -45,9 +45,9 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
             f"{r['system']} {analysis.bracket_text(r, ' jobs/s')}" for r in top)
             + f", at {ranked['consumers'][0]} consumers (capacity study)")
         if unheld := analysis.never_held(top):
-            rates = "that rate" if len(unheld) == 1 else "those rates"
+            rates, they = ("that rate", "it keeps") if len(unheld) == 1 else ("those rates", "they keep")
             line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
-                     "round, nor 1/1.1 of it in the first: what they keep up with for longer lies lower, "
+                     f"round, nor 1/1.1 of it in the first: what {they} up with for longer lies lower, "
                      "and was not searched")
         lines.append(line + ".")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]

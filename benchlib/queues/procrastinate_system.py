@@ -82,7 +82,10 @@ class Session:
                 concurrency=concurrency, wait=continuous, listen_notify=continuous,
                 fetch_job_polling_interval=POLLING_INTERVAL_S, install_signal_handlers=False,
                 delete_jobs="never", name="benchlib"))
-            await until_stopped(worker, stop)
+            # no grace: cancelling run_worker_async is procrastinate's own graceful stop (it
+            # finishes the jobs in hand), and with wait=True the worker never ends by itself,
+            # so a grace was only ever sat out
+            await until_stopped(worker, stop, grace_s=0)
 
 class Procrastinate:
     name = "procrastinate"

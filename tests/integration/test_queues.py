@@ -95,6 +95,41 @@ async def test_contract_every_worker_system_install_enqueue_work_count_uninstall
     assert result["completion_gap_max_ms"] is not None and result["throughput_jobs_s"] > 0
 
 
+@pytest.mark.parametrize("name", WORKER_SYSTEMS)
+async def test_a_worker_system_keeping_up_stops_soon_after_it_is_asked(name, target_for):
+    """In continuous mode (capacity, xmin, durability) the harness sets `stop` once every job
+    is handled; the library's workers must then end by themselves, not sit out the grace the
+    harness allows for jobs in hand: procrastinate did (`wait=True` never returns), ten idle
+    seconds at every one of the capacity study's steps."""
+    from benchlib import backlog
+    from benchlib.queues.base import STOP_GRACE_S
+    from benchlib.workload.drivers import worker_handler
+    from benchlib.workload.ledger import Ledger
+
+    _runnable(name)
+    target, system = await target_for(name), queues.get(name)
+    ledger, stop = Ledger(by_seq=True), asyncio.Event()
+    handled = worker_handler(ledger)
+    async with system.session(target) as session:
+        await session.install()
+        work = asyncio.create_task(session.work(2, 5 if system.batch_setting else None, handled, stop, True))
+        try:
+            await backlog.enqueue_all(session.enqueue_many, 40, backlog.chunk_of(system), ledger)
+            async with asyncio.timeout(60):
+                while ledger.distinct < 40 and not work.done():
+                    await asyncio.sleep(0.05)
+            assert ledger.distinct == 40 and not work.done()  # it kept waiting for more
+            stop.set()
+            asked = time.monotonic()
+            await asyncio.wait_for(asyncio.shield(work), STOP_GRACE_S + 30)
+            took = time.monotonic() - asked
+        finally:
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            await session.uninstall()
+    assert took < STOP_GRACE_S, f"{name} took {took:.1f} s to stop: it sat out the grace and was cancelled"
+
+
 # Row versions each job leaves in a system's tables: (inserts, updates, deletes). The
 # xmin-horizon section of the report and METHOD.md explain the designs' bloat by these.
 LIFECYCLES = {

@@ -63,6 +63,7 @@ def test_the_search_stops_where_the_producers_do_and_where_nothing_passes():
     search.record(search.next_rate(), "pass")
     search.record(search.next_rate(), "producer-bound")
     assert search.next_rate() is None and search.bound == "producer-bound" and search.passed == 100.0
+    assert search.failed == 200.0
     nothing = Search(8.0, 0.1, 1e6)
     while (rate := nothing.next_rate()) is not None:
         nothing.record(rate, "fail")
@@ -272,26 +273,51 @@ def test_windows_with_no_job_handled_are_called_stalls_and_latency_objectives_st
              s(0, "search", 1414, "pass", 50.0, 400.0), s(0, "search", 1500, "fail", 60.0, 3000.0),
              s(0, "confirm_long", 1414, "fail", None, None), s(0, "confirm_over", 1556, "pass", 55.0, 300.0)]
     results = [{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50, "round": 0,
-                "passed": 1414.0, "failed": 1500.0, "confirmed": False, "bound": "bracket", "settings": "{}",
-                "p99_1s": 1556.0}]
+                "passed": 1414.0, "failed": 1500.0, "confirmed": False, "bound": "bracket", "settings": "{}"}]
     b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
     (row,) = b.iter_rows(named=True)
     assert row["stalled_steps"] == 2 and row["p99_1s"] == 1414 and row["p99_100ms"] == 1000
     assert any(x.startswith("**Stalls**") and "pgmq (2 steps)" in x for x in analysis.sentences(b))
 
 
-def test_a_search_whose_first_step_was_producer_bound_reads_not_measured():
-    """turso's published search: its first step (1,860/s) was producer-bound and ended the search
-    with nothing passed; the report said 'none passed' and 'kept up with no rate tried', as if
-    the system had failed a rate it was never offered in full."""
+def test_a_producer_bound_first_step_halves_the_rate_and_never_offers_it_again():
+    """turso's published search: its first step (1,860/s) was producer-bound and the search
+    ended there with nothing measured. Now it halves, as below a fail, and the rate the
+    producers could not offer is never tried again: the result is a lower bound."""
+    search = Search(1860.0, 0.1, 1e6)
+    assert search.next_rate() == 1860.0
+    search.record(1860.0, "producer-bound")
+    assert search.next_rate() == 930.0 and search.bound is None
+    search.record(930.0, "pass")
+    assert search.next_rate() is None and search.bound == "producer-bound"
+    assert (search.passed, search.failed) == (930.0, 1860.0)
+    # a system failure below the producers' limit is searched as usual
+    search = Search(1860.0, 0.1, 1e6)
+    search.record(1860.0, "producer-bound")
+    search.record(search.next_rate(), "fail")
+    search.record(search.next_rate(), "pass")
+    while (rate := search.next_rate()) is not None:
+        search.record(rate, "pass" if rate <= 600 else "fail")
+    assert search.bound == "bracket" and search.passed <= 600 < search.failed <= 1.1 * search.passed
+    # producers that can offer nothing end the search, with the lowest rate they missed
+    search = Search(3.0, 0.1, 1e6)
+    while (rate := search.next_rate()) is not None:
+        search.record(rate, "producer-bound")
+    assert search.bound == "producer-bound" and search.passed is None and search.failed == 1.5
+
+
+def test_a_search_whose_producers_could_send_nothing_reads_not_measured():
+    """turso's published row (before the search halved below a producer-bound step): its only
+    step was producer-bound; the report said 'none passed' and 'kept up with no rate tried', as
+    if the system had failed a rate it was never offered in full."""
     from benchlib.studies.capacity import analysis
 
     r = {"backend": "turso", "system": "sqlite", "passed": None, "failed": 1860.0, "bound": "producer-bound",
          "held_rounds": None, "rounds": 0, "over_rounds": None, "at_ceiling": False, "pickup_p50_ms": 12.1,
          "stalled_steps": 0}
     assert analysis.bracket_text(r, " jobs/s") == ("not measured (our producers could go no faster at 1,860 jobs/s, "
-                                                   "the first rate tried)")
+                                                   "the lowest rate tried)")
     lines = analysis.sentences(pl.DataFrame([r]))
     assert not any(x.startswith("Kept up with no rate tried") for x in lines)
-    assert any(x.startswith("Not measured: the first rate tried") and "sqlite (turso) (1,860 jobs/s)" in x
+    assert any(x.startswith("Not measured: even the lowest rate tried") and "sqlite (turso) (1,860 jobs/s)" in x
                for x in lines)

@@ -53,10 +53,12 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     if steps is not None and steps.height:
         out = pl.DataFrame([r | _confirmation(steps, r) for r in out.iter_rows(named=True)],
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
-                                                          "stalled_steps": pl.Int64})
+                                                          "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
+                                                          "p99_1s": pl.Float64})
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("held_rounds"), pl.lit(None, pl.Int64).alias("over_rounds"),
-                               pl.lit(None, pl.Int64).alias("stalled_steps"))
+                               pl.lit(None, pl.Int64).alias("stalled_steps"), pl.lit(None, pl.Float64).alias("p99_100ms"),
+                               pl.lit(None, pl.Float64).alias("p99_1s"))
     return out.with_columns(
         (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
@@ -67,7 +69,7 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict)."""
     mine = steps.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
                         & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null()).sort("round", "step")
-    extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None}
+    extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "p99_100ms": None, "p99_1s": None}
     # the latency objectives from passing steps at or below the bracket's lower end: a 1.1x that
     # passed lies above the bracket and would quote a rate higher than the bracket itself
     top = r["passed"]
@@ -107,8 +109,8 @@ BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "t
 def bracket_text(r: dict, unit: str = "") -> str:
     """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket;
     `unit` follows the numbers, before any explanation in parentheses."""
-    if r["passed"] is None and r["bound"] == "producer-bound":  # the first rate tried was already too fast for them
-        return f"not measured ({BOUNDS['producer-bound']} at {fmt(r['failed'])}{unit}, the first rate tried)"
+    if r["passed"] is None and r["bound"] == "producer-bound":  # even the lowest rate tried was too fast for them
+        return f"not measured ({BOUNDS['producer-bound']} at {fmt(r['failed'])}{unit}, the lowest rate tried)"
     if r["passed"] is None:
         return f"none passed (down to {fmt(r['failed'])}{unit})" if r["failed"] else "none"
     if r["bound"] == "producer-bound":
@@ -247,9 +249,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
     unmeasured = [f"{name(r)} ({fmt(r['failed'])} jobs/s)" for r in rows
                   if r["bound"] == "producer-bound" and r["passed"] is None]
     if unmeasured:
-        out.append(f"Not measured: the first rate tried was already more than our producers could send for "
-                   f"{', '.join(unmeasured)}, and the search does not go below a producer-bound step, so "
-                   "nothing is known of these systems' capacity from this run.")
+        out.append(f"Not measured: even the lowest rate tried was more than our producers could send for "
+                   f"{', '.join(unmeasured)}, so nothing is known of these systems' capacity from this run.")
     slow = sorted((r for r in rows if (r["pickup_p50_ms"] or 0) >= 100), key=lambda r: -r["pickup_p50_ms"])
     if slow:
         out.append("An idle queue's pickup (p50) took 100 ms or more only for " + ", ".join(

@@ -194,8 +194,6 @@ RESULTS: Schema = {
     "failed": (pl.Float64, "its upper end: the lowest rate that failed (null: none did up to max_rate)"),
     "confirmed": (pl.Boolean, "the long pass passed and 1.1 x failed"),
     "bound": (pl.String, "what ended the search: bracket | producer-bound | max_rate | max_steps | nothing passed"),
-    "p99_100ms": (pl.Float64, "highest passing rate whose e2e p99 <= 100 ms"),
-    "p99_1s": (pl.Float64, "highest passing rate whose e2e p99 <= 1 s"),
     "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency"),
     "steps": (pl.Int64, "steps run"),
     "settings": (pl.String, "JSON: the system's throughput-bounding settings"),
@@ -255,7 +253,12 @@ def verdict(rate: float, achieved: float, slope: tuple[float, float, float], bac
 
 @dataclass
 class Search:
-    """The bracket search's state: the highest pass and the lowest fail so far."""
+    """The bracket search's state: the highest pass and the lowest fail so far.
+
+    A producer-bound step is not the system's failure: our producers could not offer the
+    rate. Above a pass it ends the search (the capacity is at least that pass); with nothing
+    passed yet the search halves, as below a fail, so a slow producer still measures something
+    and the rates it could not offer are never tried again."""
 
     start: float
     precision: float
@@ -263,23 +266,28 @@ class Search:
     passed: float | None = None
     failed: float | None = None
     bound: str | None = None
+    producer_limit: float | None = None  # the lowest rate our producers could not offer
 
     def next_rate(self) -> float | None:
         """The next rate to try, or None when the bracket is tight (or cannot be found)."""
         if self.bound:
             return None
-        if self.passed is None and self.failed is None:
-            return self.start
+        if self.passed is None:
+            above = min((r for r in (self.failed, self.producer_limit) if r is not None), default=None)
+            if above is None:
+                return self.start
+            if above / 2 < 1:
+                self.bound = "nothing passed" if self.producer_limit is None else "producer-bound"
+                self.failed = self.failed if self.failed is not None else self.producer_limit
+                return None
+            return above / 2
         if self.failed is None:
             nxt = self.passed * 2
+            if self.producer_limit is not None and nxt >= self.producer_limit:
+                self.failed, self.bound = self.producer_limit, "producer-bound"
+                return None
             if nxt > self.max_rate:
                 self.bound = "max_rate"
-                return None
-            return nxt
-        if self.passed is None:
-            nxt = self.failed / 2
-            if nxt < 1:
-                self.bound = "nothing passed"
                 return None
             return nxt
         if self.failed / self.passed <= 1 + self.precision:
@@ -291,7 +299,10 @@ class Search:
         if outcome == "pass":
             self.passed = max(self.passed or 0.0, rate)
         elif outcome == "producer-bound":
-            self.failed, self.bound = rate, "producer-bound"
+            if self.passed is not None:
+                self.failed, self.bound = rate, "producer-bound"
+            else:
+                self.producer_limit = min(self.producer_limit or math.inf, rate)
         else:
             self.failed = min(self.failed or math.inf, rate)
 
@@ -612,17 +623,9 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     if rnd == 0 and p.pickup_rate:
         await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))
         pickup = rows[-1].get("pickup_p50_ms")
-    # the latency objectives from passing steps inside the bracket (a 1.1 x that passed lies above it)
-    passing = [r for r in rows if r["verdict"] == "pass" and r["purpose"] != "pickup"
-               and search.passed is not None and r["rate"] <= search.passed * (1 + 1e-9)]
-
-    def best_under(limit_ms: float) -> float | None:
-        ok = [r["rate"] for r in passing if (r.get("e2e_p99_ms") or math.inf) <= limit_ms]
-        return max(ok) if ok else None
-
     result = {**base, "passed": search.passed,
               "failed": search.failed, "confirmed": confirmed, "bound": search.bound,
-              "p99_100ms": best_under(100.0), "p99_1s": best_under(1000.0), "pickup_p50_ms": pickup,
+              "pickup_p50_ms": pickup,
               "steps": len(rows), "settings": json.dumps(_settings_of(system, consumers, batch), sort_keys=True)}
     return {"steps": rows, "results": [result]}
 

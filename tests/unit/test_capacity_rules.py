@@ -319,5 +319,5 @@ def test_a_search_whose_producers_could_send_nothing_reads_not_measured():
                                                    "the lowest rate tried)")
     lines = analysis.sentences(pl.DataFrame([r]))
     assert not any(x.startswith("Kept up with no rate tried") for x in lines)
-    assert any(x.startswith("Not measured: even the lowest rate tried") and "sqlite (turso) (1,860 jobs/s)" in x
+    assert any(x.startswith("Not measured: even the lowest rate tried") and "sqlite (Turso) (1,860 jobs/s)" in x
                for x in lines)

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from benchlib.charts import BACKENDS
 from benchlib.tables import Table, fmt, plural
 
 CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
@@ -211,7 +212,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
     system are the table's): which brackets held the long window, where the edge is not sharp,
     which are a ceiling of the system's settings or of our producers, who passed nothing."""
     def name(r: dict) -> str:
-        return r["system"] if r["backend"] == "postgres" else f"{r['system']} ({r['backend']})"
+        # our SQLite design on SQLite and on Turso: "sqlite (Turso)", as the summary table names it
+        return r["system"] if r["backend"] == "postgres" else f"{r['system']} ({BACKENDS.get(r['backend'], r['backend'])})"
 
     rows = list(b.iter_rows(named=True))
     out = []

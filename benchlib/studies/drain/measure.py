@@ -51,7 +51,10 @@ from benchlib.workload import drivers
 from benchlib.workload.ledger import Ledger, Reconciled
 
 STUDY = "drain"
-AXES = ("consumers", "batch_sizes")
+# A cell is a point of consumers x batch size, and it drains its own backlog: the resolved
+# size sits in its parts (so in its key and its rows), not the whole map, so raising one cell's
+# backlog re-measures that cell alone.
+AXES = ("consumers", "batch_sizes", "prefill", "prefill_per_cell")
 
 
 @dataclass(frozen=True)
@@ -318,7 +321,8 @@ def with_limit(p: Params) -> bool:
 def cells(p: Params) -> list[Cell]:
     code = (__file__, pgbench.__file__, *queues.code_files(p.queue))
     steps = p.warmup + p.samples * (2 if with_limit(p) else 1)
-    return [Cell({"consumers": c, "batch_size": b}, code, steps=steps) for c in p.consumers for b in batch_sizes(p)]
+    return [Cell({"consumers": c, "batch_size": b, "prefill": backlog_of(p, c, b)}, code, steps=steps)
+            for c in p.consumers for b in batch_sizes(p)]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:
@@ -326,11 +330,10 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     sample is kept as a row with its reason."""
     queue = queues.get(p.queue, p.backend)
     once = drain_once if queue.kind == "pull" else drain_worker_once
-    consumers, batch = cell.parts["consumers"], cell.parts["batch_size"]
+    consumers, batch, full = cell.parts["consumers"], cell.parts["batch_size"], cell.parts["prefill"]
     rows = []
     for sample in range(p.warmup + p.samples):
         warmup = sample < p.warmup
-        full = backlog_of(p, consumers, batch)
         size = min(full, p.warmup_prefill) if warmup else full
         row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "sample": sample,
                "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
@@ -349,7 +352,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
     return {"samples": [{"backend": p.backend, "queue": p.queue, "kind": queues.QUEUES[p.queue].kind,
-                         "prefill": backlog_of(p, cell.parts["consumers"], cell.parts["batch_size"]), "sample": 0,
+                         "prefill": cell.parts["prefill"], "sample": 0,
                          "warmup": False, "error": reason}]}
 
 

@@ -355,3 +355,37 @@ async def test_the_search_s_first_step_warms_up_longer_so_a_cold_start_does_not_
     (result,) = rows["results"]
     assert warmups[0] == 9.0 and set(warmups[1:]) == {3.0}
     assert result["passed"] <= 1000 < result["failed"] <= 1.1 * result["passed"]
+
+
+def test_a_search_steered_low_by_its_first_step_is_said_beside_its_bracket():
+    """skip_locked on 2026-11-26: the run's first step failed at 17,111 jobs/s, the search went below
+    it and bracketed 15,691 - 17,111, and 1.1 x that (17,260) passed in later rounds: the first failure
+    was not the system's limit. The bracket is flagged as possibly low, in the sentences and beside
+    it; a search whose first step passed, or whose later steps stay below a failed first, is not."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    def step(*args) -> dict:
+        return {**_step(*args), "system": "skip_locked"}
+
+    def bracket(first: str, over: str) -> dict:
+        steps = [step(0, "search", 17_111, first), step(0, "search", 8_556, "pass"),
+                 step(0, "search", 12_099, "pass"), step(0, "search", 15_691, "pass"),
+                 step(0, "confirm_long", 15_691, "pass"), step(0, "confirm_over", 17_260, over),
+                 step(1, "confirm_long", 15_691, "pass"), step(1, "confirm_over", 17_260, over)]
+        results = [{"backend": "postgres", "system": "skip_locked", "kind": "pull", "consumers": 4, "batch": 50,
+                    "round": rnd, "passed": 15_691.0, "failed": 17_111.0, "confirmed": over == "fail",
+                    "bound": "bracket", "settings": "{}"} for rnd in range(2)]
+        return analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
+
+    steered = bracket("fail", "pass")
+    (row,) = steered.iter_rows(named=True)
+    assert row["steered_from"] == 17_111
+    assert analysis.hold_note(row) == (" (searched below a first-step fail at 17,111 that a later step passed: "
+                                       "may be low)")
+    assert any(line.startswith("**Search steered low**: skip_locked (its first step failed at 17,111 jobs/s)")
+               for line in analysis.sentences(steered))
+    for first, over in (("pass", "pass"), ("fail", "fail")):
+        (row,) = bracket(first, over).iter_rows(named=True)
+        assert row["steered_from"] is None and analysis.hold_note(row) == ""

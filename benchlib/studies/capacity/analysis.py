@@ -55,11 +55,11 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
         out = pl.DataFrame([r | _confirmation(steps, r) for r in out.iter_rows(named=True)],
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
                                                           "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
-                                                          "p99_1s": pl.Float64})
+                                                          "p99_1s": pl.Float64, "steered_from": pl.Float64})
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("held_rounds"), pl.lit(None, pl.Int64).alias("over_rounds"),
                                pl.lit(None, pl.Int64).alias("stalled_steps"), pl.lit(None, pl.Float64).alias("p99_100ms"),
-                               pl.lit(None, pl.Float64).alias("p99_1s"))
+                               pl.lit(None, pl.Float64).alias("p99_1s"), pl.lit(None, pl.Float64).alias("steered_from"))
     return out.with_columns(
         (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
@@ -70,7 +70,8 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict)."""
     mine = steps.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
                         & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null()).sort("round", "step")
-    extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "p99_100ms": None, "p99_1s": None}
+    extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "p99_100ms": None, "p99_1s": None,
+                             "steered_from": _steered_from(mine)}
     # the latency objectives from passing steps at or below the bracket's lower end: a 1.1x that
     # passed lies above the bracket and would quote a rate higher than the bracket itself
     top = r["passed"]
@@ -103,6 +104,23 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     return extra
 
 
+def _steered_from(mine: pl.DataFrame) -> float | None:
+    """The rate of the search's first step where it failed and a later step passed at that rate
+    or above: the search never returns above a fail, so that first failure, not the system's
+    limit, set where the bracket could lie (skip_locked's first step, the run's first, failed
+    at 17,111 jobs/s on 2026-11-26; 1.1 x its bracket, 17,260, passed in later rounds)."""
+    search = mine.filter(pl.col("round") == 0).sort("step")
+    if not search.height or search["purpose"][0] != "search":
+        return None
+    first = search["rate"][0]
+    opening = 2 if search.height > 1 and search["purpose"][1] == "repeat" else 1  # an inconclusive first, again
+    if search["verdict"][opening - 1] != "fail":
+        return None
+    later = pl.concat([search.slice(opening), mine.filter(pl.col("round") != 0)]).filter(
+        (pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup") & (pl.col("rate") >= first))
+    return float(first) if later.height else None
+
+
 BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "the search ran out of steps",
           "nothing passed": "nothing passed", "bracket": "", "producer-bound": "our producers could go no faster"}
 
@@ -127,6 +145,8 @@ def hold_note(r: dict, *more: str) -> str:
     `more` notes join it inside the same parentheses."""
     held, rounds = r.get("held_rounds"), r.get("rounds")
     notes = [f"long hold {held} of {rounds}"] if held is not None and rounds and held < rounds else []
+    if r.get("steered_from"):
+        notes.append(f"searched below a first-step fail at {fmt(r['steered_from'])} that a later step passed: may be low")
     notes += [m for m in more if m]
     return f" ({'; '.join(notes)})" if notes else ""
 
@@ -236,6 +256,12 @@ def sentences(b: pl.DataFrame) -> list[str]:
                    f"{', '.join(stalled)}. Those steps failed on a stall, not on a rate the system cannot keep up "
                    "with, so the bracket and long-hold counts of these systems are not yet a capacity (a stall "
                    "is a defect to find: METHOD.md, capacity, describes the one found in our own design).")
+    steered = [f"{name(r)} (its first step failed at {fmt(r['steered_from'])} jobs/s)" for r in rows
+               if r.get("steered_from")]
+    if steered:
+        out.append(f"**Search steered low**: {', '.join(steered)}; a later step passed at that rate or above, so "
+                   "the first failure was not the system's limit, yet the search never returns above a fail: "
+                   "the bracket may sit below what the system keeps up with (METHOD.md, capacity).")
     fuzzy = [name(r) for r in judged if r["over_rounds"]]
     if fuzzy:
         out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "

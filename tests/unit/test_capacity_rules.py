@@ -386,6 +386,18 @@ def test_a_search_steered_low_by_its_first_step_is_said_beside_its_bracket():
                                        "may be low)")
     assert any(line.startswith("**Search steered low**: skip_locked (its first step failed at 17,111 jobs/s)")
                for line in analysis.sentences(steered))
+    from benchlib.studies.capacity import report
+
+    results = [{"backend": "postgres", "system": "skip_locked", "kind": "pull", "consumers": 4, "batch": 50,
+                "round": rnd, "passed": 15_691.0, "failed": 17_111.0, "confirmed": False, "bound": "bracket",
+                "settings": "{}"} for rnd in range(2)]
+    steps = [{**_step(0, "search", 17_111, "fail"), "system": "skip_locked"},
+             {**_step(0, "search", 15_691, "pass"), "system": "skip_locked"},
+             {**_step(0, "confirm_long", 15_691, "pass"), "system": "skip_locked"},
+             {**_step(0, "confirm_over", 17_260, "pass"), "system": "skip_locked"}]
+    (line, *_) = report.use_when({"results": frame(results, RESULTS), "steps": frame(steps, STEPS)},
+                                 [{"params": {"confirm_factor": 3.0}}])
+    assert "skip_locked: searched below a first-step fail that a later step passed, so that bracket may be low" in line
     for first, over in (("pass", "pass"), ("fail", "fail")):
         (row,) = bracket(first, over).iter_rows(named=True)
         assert row["steered_from"] is None and analysis.hold_note(row) == ""

@@ -49,6 +49,9 @@ def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str
             line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
                      f"round, nor 1/1.1 of it in the first: what {they} up with for longer lies lower, "
                      "and was not searched")
+        if steered := [r["system"] for r in top if r.get("steered_from")]:
+            line += (f"; {', '.join(steered)}: searched below a first-step fail that a later step passed, "
+                     "so that bracket may be low")
         lines.append(line + ".")
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:

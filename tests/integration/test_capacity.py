@@ -28,9 +28,11 @@ TINY = {"warmup_s": 1, "window_s": 5, "max_steps": 2, "precision": 1.0, "confirm
 async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, system):
     run = await capacity.run(capacity.Params(backend=backend, systems=[system], consumers=[2], **TINY),
                              progress=False)
-    steps, (result,) = run.steps, run.results.iter_rows(named=True)
-    assert steps.height >= 1 and set(steps["verdict"]) <= {"pass", "fail", "inconclusive", "producer-bound"}
-    first = steps.row(0, named=True)
+    steps, (result,) = run.steps.sort("step"), run.results.iter_rows(named=True)
+    assert steps.height >= 2 and set(steps["verdict"]) <= {"pass", "fail", "inconclusive", "producer-bound"}
+    warm, first = steps.row(0, named=True), steps.row(1, named=True)
+    assert (warm["purpose"], warm["step"], warm["rate"]) == ("warmup", -1, 150)  # the run's first step, discarded
+    assert warm["lost"] == 0 and warm["duplicates"] == 0 and steps["purpose"].to_list().count("warmup") == 1
     assert first["verdict"] == "pass", first  # 150 jobs/s: any system here keeps up
     assert first["lost"] == 0 and first["duplicates"] == 0 and first["enqueued"] > 500
     assert 145 <= first["achieved"] <= 155 and first["e2e_p99_ms"] > 0
@@ -71,7 +73,7 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
     assert kept and kept[0]["purpose"] == "search" and kept[0]["rate"] == 200
     # the rerun replays the finished steps instead of measuring them again
     run = await capacity.run(capacity.Params(**settings), data_dir=tmp_path, profile="smoke", progress=False)
-    replayed = run.steps.filter(pl.col("step") < len(kept))
+    replayed = run.steps.filter(pl.col("step").is_between(0, len(kept) - 1))  # step -1: the new process's warm-up
     assert replayed["started_at"].to_list() == [k["started_at"] for k in kept]
     assert not partial.exists()  # the cell finished: its partial steps are now its rows
     assert Path(tmp_path / "capacity" / "smoke" / "postgres.steps.parquet").exists()

@@ -117,9 +117,10 @@ def test_each_half_of_the_confirmation_is_counted_per_round():
     assert table["long hold passed"] == "2 of 3" and table["1.1× passed too"] == "2 of 3"
 
 
-async def _search_a_fake(monkeypatch, passes) -> dict:
+async def _search_a_fake(monkeypatch, passes, warmed: bool = True) -> dict:
     """Round 0 of one cell (skip_locked, 4 consumers, from 300 jobs/s) against a fake system whose
-    steps pass where `passes(plan, params)` says so."""
+    steps pass where `passes(plan, params)` says so; `warmed=False`: the cell is the run's first
+    to measure, so it begins with the run's discarded warm-up step."""
     from benchlib.runner import Cell
     from benchlib.studies.capacity import measure as m
 
@@ -130,7 +131,7 @@ async def _search_a_fake(monkeypatch, passes) -> dict:
     monkeypatch.setattr(m, "run_step", fake_step)
     p = Params(systems=("skip_locked",), drain_profile=None, pickup_rate=0)
     cell = Cell({"system": "skip_locked", "consumers": 4, "round": 0, "batch": 10, "start_rate": 300.0}, ())
-    return await m.measure(p, cell, None, {}, lambda *_: None)
+    return await m.measure(p, cell, None, {"warmed": warmed}, lambda *_: None)
 
 
 async def test_a_search_whose_one_point_one_passes_keeps_its_own_bracket(monkeypatch):
@@ -355,6 +356,37 @@ async def test_the_search_s_first_step_warms_up_longer_so_a_cold_start_does_not_
     (result,) = rows["results"]
     assert warmups[0] == 9.0 and set(warmups[1:]) == {3.0}
     assert result["passed"] <= 1000 < result["failed"] <= 1.1 * result["passed"]
+
+
+async def test_the_run_s_first_step_runs_once_before_it_and_is_discarded(monkeypatch):
+    """A fake system that keeps up with 1,000 jobs/s, but whose very first step in the process
+    fails (skip_locked's, the run's first, failed at 17,111 jobs/s on 2026-11-26 with the
+    harness's side behind, and the search never came back above it). The run's first step
+    runs once before it and is discarded: the search starts warm, its bracket is the system's,
+    and the warm-up's failure is kept in the data (step -1) but no finding rests on it."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity import measure as m
+
+    seen = []
+
+    def passes(plan, p):
+        seen.append((plan.purpose, plan.rate))
+        return plan.rate <= 1000 and len(seen) > 1
+
+    rows = await _search_a_fake(monkeypatch, passes, warmed=False)
+    (result,) = rows["results"]
+    assert seen[:2] == [("warmup", 300.0), ("search", 300.0)]
+    assert [r["purpose"] for r in rows["steps"]].count("warmup") == 1
+    warm, first = rows["steps"][:2]
+    assert (warm["purpose"], warm["step"], warm["verdict"]) == ("warmup", -1, "fail")
+    assert (first["purpose"], first["step"], first["verdict"]) == ("search", 0, "pass")
+    assert result["passed"] <= 1000 < result["failed"] <= 1.1 * result["passed"]
+    steps = [{**r, "backend": "postgres", "system": "skip_locked", "kind": "pull", "consumers": 4, "batch": 10,
+              "round": 0} for r in rows["steps"]]
+    result = {**result, "system": "skip_locked", "consumers": 4, "batch": 10, "round": 0}
+    (row,) = analysis.brackets(frame([result], m.RESULTS), frame(steps, m.STEPS)).iter_rows(named=True)
+    assert row["steered_from"] is None  # the warm-up's fail at 300 is not the search's first step
 
 
 def test_a_search_steered_low_by_its_first_step_is_said_beside_its_bracket():

@@ -16,6 +16,13 @@ from benchlib.tables import Table, fmt, plural
 
 CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
 KEYS = ["backend", "system", "consumers", "batch"]
+WARMUP = "warmup"  # the purpose of the run's discarded first step (measure.measure, attempt)
+
+
+def judged(steps: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The steps a finding may rest on: all but the run's discarded warm-up step (its rows stay in
+    the data, in the every-step table and in the lost / duplicates accounting)."""
+    return steps if steps is None or "purpose" not in steps.columns else steps.filter(pl.col("purpose") != WARMUP)
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -51,6 +58,7 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"))
     out = first.join(rounds, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("settings").map_elements(ceiling, return_dtype=pl.Float64).alias("ceiling"))
+    steps = judged(steps)
     if steps is not None and steps.height:
         out = pl.DataFrame([r | _confirmation(steps, r) for r in out.iter_rows(named=True)],
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
@@ -184,7 +192,7 @@ def table(b: pl.DataFrame) -> Table:
 
 def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
     """Per system, at its highest passing rate: what a job costs the client and the server."""
-    rows = []
+    rows, steps = [], judged(steps)
     for r in b.iter_rows(named=True):
         if r["passed"] is None:
             continue
@@ -205,7 +213,7 @@ def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
 def wait_mix(steps: pl.DataFrame, b: pl.DataFrame, top: int = 4) -> Table:
     """The server's client backends at 50 % and 90 % of each capacity and at its first failing rate:
     the largest shares of the 10 Hz census (CPU, Client:idle, Lock:..., IO:WalSync ...)."""
-    rows = []
+    rows, steps = [], judged(steps)
     for r in b.iter_rows(named=True):
         if r["passed"] is None:
             continue

@@ -62,7 +62,7 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
 def latency_chart(steps: pl.DataFrame) -> alt.TopLevelMixin:
     """End-to-end p99 against offered rate, one panel per backend (log scales of its own), one
     line per system through the median of its steps at each rate; a failing step hollow."""
-    data = steps.filter(pl.col("e2e_p99_ms").is_not_null() & (pl.col("purpose") != "pickup")).with_columns(
+    data = analysis.judged(steps).filter(pl.col("e2e_p99_ms").is_not_null() & (pl.col("purpose") != "pickup")).with_columns(
         pl.when(pl.col("verdict") == "pass").then(pl.lit("kept up")).otherwise(pl.lit("fell behind"))
         .alias("outcome"), pl.col("backend").replace_strict(
             {b: backend_name(b) for b in steps["backend"].unique().to_list()}, default=pl.col("backend"))

@@ -82,6 +82,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "sentences": analysis.sentences(b) if b.height else [],
         "headline": analysis.headline(b),
         "steps": steps.height,
+        "warmups": steps.height - analysis.judged(steps).height,
         "lost": int(steps["lost"].fill_null(0).sum()),
         "duplicates": int(steps["duplicates"].fill_null(0).sum()),
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),

@@ -78,3 +78,28 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
     assert not partial.exists()  # the cell finished: its partial steps are now its rows
     assert Path(tmp_path / "capacity" / "smoke" / "postgres.steps.parquet").exists()
     assert os.path.getsize(tmp_path / "capacity" / "smoke" / "postgres.results.parquet") > 0
+
+
+async def test_the_warm_up_s_analyze_comes_early_not_at_its_end():
+    """Until the warm-up's ANALYZE the server plans on an empty table's statistics (a scan of the
+    whole table per dequeue). Run at the warm-up's end, that ANALYZE left the whole warm-up on
+    them: at 17,111 jobs/s skip_locked's backlog reached 70,000 jobs by the window's start with a
+    6 s warm-up, 6 of 6 such steps failed, and a search steered by one set its bracket low.
+    It runs ANALYZE_AFTER_S into the warm-up: long before the window (here 6 s of warm-up)."""
+    from benchlib import queues
+    from benchlib.provision import open_backend
+    from benchlib.studies.capacity import measure as m
+
+    p = capacity.Params(systems=["skip_locked"], warmup_s=6, window_s=6, drain_profile=None)
+    async with open_backend("postgres", settings=m.settings(p)) as target:
+        row = await m.run_step(target, queues.get("skip_locked", "postgres"), 2, 10,
+                               m.StepPlan(200, p.window_s, "search"), p)
+        assert row["verdict"] == "pass" and row["lost"] == 0
+        conn = await target.connect()
+        try:
+            since = await conn.fetchval("SELECT extract(epoch FROM now() - max(last_analyze)) FROM pg_stat_user_tables")
+        finally:
+            await conn.close()
+    # early: the rest of the warm-up (5.5 s) and the window (6 s) ago at least; at the warm-up's
+    # end it would be the window and the drain ago, about 6 s
+    assert since >= p.window_s + p.warmup_s / 2, since

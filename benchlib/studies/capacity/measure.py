@@ -8,15 +8,16 @@ criterion (hardbyte's), where several peaks are the system's own settings. Here
 (METHOD.md, "capacity"):
 
 A **step** at rate r, on fresh state (the system installed anew, VACUUM ANALYZE,
-CHECKPOINT; on PostgreSQL the warm-up ends with an ANALYZE of the filling tables,
-which a queue that runs for good gets from autovacuum: statistics of an empty table
-make the server cache generic plans that scan the whole table, e.g. for
-`id = ANY($1)`, and those plans stay until the next ANALYZE invalidates them):
+CHECKPOINT; on PostgreSQL an ANALYZE of the filling tables ANALYZE_AFTER_S into the
+warm-up, which a queue that runs for good has long had from autovacuum: statistics of an
+empty table make the server cache generic plans that scan the whole table, e.g. for
+`id = ANY($1)`, and those plans stay until the next ANALYZE invalidates them; run at the
+warm-up's end, that ANALYZE left the whole warm-up on them, and the backlog they built
+failed skip_locked's window at 17,111 jobs/s every time with a 6 s warm-up):
 open-loop producers (workload/pacing.py: every job has an intended instant;
 latency is measured from it) and C consumers running the whole time (pull: the
-harness's driver; worker: the library's own workers in continuous mode); a warm-up
-(FIRST_WARMUP times longer for the search's first step, which steers the search; the run's
-very first step runs once before it and is discarded, see attempt() in measure());
+harness's driver; worker: the library's own workers in continuous mode); a warm-up (the
+run's very first step runs once before it and is discarded, see attempt() in measure());
 then a measured window in which the backlog (acknowledged - handled, exact, from the
 ledger) is read every second; then the producers stop, the rest drains, and every
 seq is reconciled. The step **passes** when
@@ -79,7 +80,7 @@ BACKLOG_S = 2.0
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
-FIRST_WARMUP = 3  # the search's first step warms up this many times longer (see measure())
+ANALYZE_AFTER_S = 0.5  # PostgreSQL: the warm-up's ANALYZE, this far into it (at most half of it; see run_step)
 STATEMENTS = "pg_stat_statements"
 
 
@@ -153,7 +154,7 @@ STEPS: Schema = {
     "purpose": (pl.String, ("search | confirm_long | confirm_over | pickup | repeat (an inconclusive step again) "
                             "| warmup (the run's first step run once before it, discarded)")),
     "rate": (pl.Float64, "offered rate (jobs/s)"),
-    "warmup_s": (pl.Float64, "warm-up before the window (the search's first step: FIRST_WARMUP x longer)"),
+    "warmup_s": (pl.Float64, "warm-up before the window"),
     "window_s": (pl.Float64, "measured window (shorter when its backlog passed 2 s of production: it cannot pass)"),
     "achieved": (pl.Float64, "jobs acknowledged in the window / window_s"),
     "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
@@ -321,10 +322,6 @@ class StepPlan:
     rate: float
     seconds: float
     purpose: str
-    warmup_s: float | None = None  # None: the run's warmup_s
-
-    def warmup(self, p: Params) -> float:
-        return p.warmup_s if self.warmup_s is None else self.warmup_s
 
 
 async def _fresh(target: Any, system: Any, session: Any = None) -> None:
@@ -386,12 +383,16 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         producing = [asyncio.create_task(pacing.produce(enqueue[j], ledger, plan.rate / p.producers, start,
                                                         stop_producing, out, j / p.producers))
                      for j in range(p.producers)]
-        warmup_s = plan.warmup(p)
+        warmup_s = p.warmup_s
         async with _census(target, postgres) as census:
-            await asyncio.sleep(warmup_s)
-            _raise_failed(producing + tasks)
-            if postgres:  # what autovacuum would have done by now in a queue that runs for good
+            # early, not at the warm-up's end: until this ANALYZE the server plans on an empty
+            # table's statistics (a scan of the whole table per dequeue), and at 17,111 jobs/s
+            # 6 s of that built a backlog of 70,000 jobs that failed skip_locked's window
+            await asyncio.sleep(min(ANALYZE_AFTER_S, warmup_s / 2))
+            if postgres:  # what autovacuum has done long ago in a queue that runs for good
                 await stats_conn.execute("ANALYZE")
+            await asyncio.sleep(max(0.0, (start + int(warmup_s * 1e9) - now_ns()) / 1e9))
+            _raise_failed(producing + tasks)
             census.take()
             if postgres:
                 await stats_conn.execute(f"SELECT {STATEMENTS}_reset()")
@@ -587,7 +588,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         try:
             row |= await run_step(target, system, consumers, batch, plan, p)
         except Exception as err:  # a failed step is a failed step, kept with its reason
-            row |= {"rate": plan.rate, "window_s": plan.seconds, "warmup_s": plan.warmup(p), "verdict": "fail",
+            row |= {"rate": plan.rate, "window_s": plan.seconds, "warmup_s": p.warmup_s, "verdict": "fail",
                     "error": failure_reason(err), "reason": failure_reason(err)}
         row["settings"] = json.dumps(_settings_of(system, consumers, batch), sort_keys=True)
         return row
@@ -602,12 +603,10 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
                 done.clear()  # the search went another way: nothing further is reusable
                 if not state.get("warmed") and plan.purpose != "pickup":
                     # The run's first measured step runs once before it, discarded (METHOD.md
-                    # rule 5, as the drain study discards its first sample): in a fresh harness
-                    # process on a server that had run nothing, skip_locked's first step (17,111
-                    # jobs/s on 2026-11-26) fell behind on the harness's side (the server's
-                    # backends waited on the client 71 % of the window, 39 % at a real limit the
-                    # run before), and as the search never returns above a fail it set the
-                    # bracket low. Kept as step -1; the analysis reads past it (analysis.judged).
+                    # rule 5, as the drain study discards its first sample): the harness process
+                    # and the server are cold then, and a search never returns above a fail, so
+                    # one cold step could steer a whole bracket. Kept as step -1; the analysis
+                    # reads past it (analysis.judged).
                     warm.append(await one_step(StepPlan(plan.rate, p.window_s, WARMUP), WARMUP, -1))
                     state["warmed"] = True
                     step(f"warm-up {plan.rate:,.0f}/s {warm[-1]['verdict']} (discarded)")
@@ -622,14 +621,9 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
     key = (name, consumers)
     if rnd == 0:
-        # The first step steers the whole search (it never returns above a fail), and it is the
-        # first the system runs on this server: pgmq's, at 12,476 jobs/s, failed in two of the
-        # three published runs that started there, while a later run passed 19,066. It warms
-        # up longer.
         search = Search(cell.parts["start_rate"], p.precision, p.max_rate)
         while (rate := search.next_rate()) is not None and len(rows) < p.max_steps:
-            first = p.warmup_s * FIRST_WARMUP if not rows else None
-            search.record(rate, await attempt(StepPlan(rate, p.window_s, "search", first)))
+            search.record(rate, await attempt(StepPlan(rate, p.window_s, "search")))
         if search.bound is None:
             search.bound = "max_steps"
     else:
@@ -701,7 +695,7 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 def max_jobs(p: Params) -> int:
     """The most one step can enqueue: max_rate for the longest step, warm-up included."""
-    return int(p.max_rate * max(p.warmup_s + p.window_s * p.confirm_factor, p.warmup_s * FIRST_WARMUP + p.window_s))
+    return int(p.max_rate * (p.warmup_s + p.window_s * max(1.0, p.confirm_factor)))
 
 
 def cells(p: Params) -> list[Cell]:

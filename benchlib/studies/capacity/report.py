@@ -87,7 +87,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "duplicates": int(steps["duplicates"].fill_null(0).sum()),
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
-        "first_warmup_s": steps["warmup_s"].max() if "warmup_s" in steps.columns and steps.height else None,
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
         "precision": params.get("precision"),
     }

@@ -64,6 +64,21 @@ def record(path: str | None = None, **facts: Any) -> None:
     _write_state(p, {**state, "result": {**state.get("result", {}), **facts}})
 
 
+class _FollowBar(plain_tqdm):
+    """The sweep's bar, drawn by `follow`'s polling thread and once more by the main thread.
+
+    No monitor thread and a plain thread lock: a CI run once hung for good at a sweep's end
+    with the main thread and tqdm's monitor thread both waiting on tqdm's default write lock
+    (a multiprocessing semaphore with a thread lock), held by no thread left; both parts are
+    in tqdm's own deadlock reports (tqdm#469: disable the monitor; tqdm#1751: a semaphore left
+    held). One process draws these bars, so neither part is needed."""
+
+    monitor_interval = 0
+
+
+_FollowBar.set_lock(threading.RLock())
+
+
 class follow:
     """Draw a terminal bar from a relay file while `with` runs (a thread polls the file)."""
 
@@ -83,7 +98,7 @@ class follow:
         if state.get("total") is None:
             return
         if self._bar is None:
-            self._bar = plain_tqdm(total=state["total"], desc=self.desc, file=sys.stderr, dynamic_ncols=True)
+            self._bar = _FollowBar(total=state["total"], desc=self.desc, file=sys.stderr, dynamic_ncols=True)
         self._bar.set_postfix_str(state.get("postfix", ""), refresh=False)
         self._bar.update(state["n"] - self._bar.n)
 

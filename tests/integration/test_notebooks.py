@@ -75,9 +75,12 @@ def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
                              "xmin_horizon"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "BENCH_PROGRESS": "auto"})
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not postgres_under(proc.pid):  # the kernel has a server running
-        time.sleep(0.5)
-    assert postgres_under(proc.pid), "no server started"
+    while time.monotonic() < deadline and not postgres_under(proc.pid) and proc.poll() is None:
+        time.sleep(0.5)  # until the kernel has a server running
+    if not postgres_under(proc.pid):
+        proc.kill()  # a failed test leaves nothing running either
+        out, err = proc.communicate(timeout=30)
+        raise AssertionError(f"no server started (exit {proc.returncode}): {err[-2000:]}")
     time.sleep(2)
     descendants = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signal.SIGINT)

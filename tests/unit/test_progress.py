@@ -1,0 +1,21 @@
+"""The sweep's terminal bar (progress.follow) starts no tqdm monitor thread and takes no
+multiprocessing lock: a CI run once hung for good at a sweep's end, the main thread and tqdm's
+monitor thread both waiting on tqdm's default write lock with no thread left holding it."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from benchlib import progress
+
+
+def test_the_sweep_s_bar_runs_no_monitor_thread_and_takes_only_a_thread_lock(tmp_path):
+    relay = tmp_path / "relay.json"
+    with progress.follow(relay, "drain postgres", interval=0.02):
+        relay.write_text(json.dumps({"n": 1, "total": 2, "postfix": "cell 1"}))
+        time.sleep(0.2)
+        relay.write_text(json.dumps({"n": 2, "total": 2, "postfix": "cell 2"}))
+        time.sleep(0.2)
+        assert "tqdm_monitor" not in [t.name for t in threading.enumerate()]
+    assert isinstance(progress._FollowBar.get_lock(), type(threading.RLock()))

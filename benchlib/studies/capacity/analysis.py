@@ -95,28 +95,29 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     extra["stalled_steps"] = mine.filter((pl.col("purpose") != "pickup") & pl.col("error").is_null()
                                          & pl.col("client_cpu_us_per_job").is_null()
                                          & (pl.col("enqueued").fill_null(0) > 0)).height
-    held = over = judged = 0
+    held = over = confirmed_rounds = 0
     for _, part in mine.filter(pl.col("purpose").is_in(["confirm_long", "confirm_over", "repeat"])).group_by(
             "round", maintain_order=True):
         if not part.filter(pl.col("purpose") == "confirm_long").height or top is None:
             continue
-        judged += 1
+        confirmed_rounds += 1
         # per rate, the last verdict (a repeat's replaces the first); round 0 can hold two long
         # steps (the search's lower end, then 1 / 1.1 of it): the one at the bracket's lower end counts
         last = {rate: v for rate, v in zip(part["rate"], part["verdict"])}
         over_rate = part.filter(pl.col("purpose") == "confirm_over")["rate"]
         held += any(v == "pass" for rate, v in last.items() if math.isclose(rate, top))
         over += bool(over_rate.len()) and last.get(over_rate[0]) == "pass"
-    if judged:
-        extra |= {"held_rounds": held, "over_rounds": over, "rounds": judged}
+    if confirmed_rounds:
+        extra |= {"held_rounds": held, "over_rounds": over, "rounds": confirmed_rounds}
     return extra
 
 
 def _steered_from(mine: pl.DataFrame) -> float | None:
     """The rate of the search's first step where it failed and a later step passed at that rate
     or above: the search never returns above a fail, so that first failure, not the system's
-    limit, set where the bracket could lie (skip_locked's first step, the run's first, failed
-    at 17,111 jobs/s on 2026-11-26; 1.1 x its bracket, 17,260, passed in later rounds)."""
+    limit, set where the bracket could lie (skip_locked's first step failed at 17,111 jobs/s on
+    2026-11-26 and 1.1 x its bracket, 17,260, passed in later rounds; the cause was the warm-up's
+    late ANALYZE, METHOD.md, capacity)."""
     search = mine.filter(pl.col("round") == 0).sort("step")
     if not search.height or search["purpose"][0] != "search":
         return None
@@ -249,10 +250,10 @@ def sentences(b: pl.DataFrame) -> list[str]:
             if r["passed"] is None and r["bound"] != "producer-bound"]
     if none:
         out.append("Kept up with no rate tried: " + ", ".join(none) + ".")
-    judged = [r for r in rows if r.get("held_rounds") is not None and r["rounds"]]
-    groups = {"every round": [r for r in judged if r["held_rounds"] == r["rounds"]],
-              "some rounds": [r for r in judged if 0 < r["held_rounds"] < r["rounds"]],
-              "no round": [r for r in judged if r["held_rounds"] == 0]}
+    assessed = [r for r in rows if r.get("held_rounds") is not None and r["rounds"]]
+    groups = {"every round": [r for r in assessed if r["held_rounds"] == r["rounds"]],
+              "some rounds": [r for r in assessed if 0 < r["held_rounds"] < r["rounds"]],
+              "no round": [r for r in assessed if r["held_rounds"] == 0]}
     said = [f"in {when} for {', '.join(name(r) for r in group)}" for when, group in groups.items() if group]
     if said:
         out.append("The lower end of the bracket held the long window " + "; ".join(said)
@@ -270,7 +271,7 @@ def sentences(b: pl.DataFrame) -> list[str]:
         out.append(f"**Search steered low**: {', '.join(steered)}; a later step passed at that rate or above, so "
                    "the first failure was not the system's limit, yet the search never returns above a fail: "
                    "the bracket may sit below what the system keeps up with (METHOD.md, capacity).")
-    fuzzy = [name(r) for r in judged if r["over_rounds"]]
+    fuzzy = [name(r) for r in assessed if r["over_rounds"]]
     if fuzzy:
         out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "
                    "not sharp to 10 % at this window, so the bracket is where they stop keeping up, not a cliff.")

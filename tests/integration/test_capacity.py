@@ -2,6 +2,7 @@
 interrupted search leaves no process and keeps its finished steps for the rerun."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -80,26 +81,67 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
     assert os.path.getsize(tmp_path / "capacity" / "smoke" / "postgres.results.parquet") > 0
 
 
-async def test_the_warm_up_s_analyze_comes_early_not_at_its_end():
-    """Until the warm-up's ANALYZE the server plans on an empty table's statistics (a scan of the
-    whole table per dequeue). Run at the warm-up's end, that ANALYZE left the whole warm-up on
-    them: at 17,111 jobs/s skip_locked's backlog reached 70,000 jobs by the window's start with a
-    6 s warm-up, 6 of 6 such steps failed, and a search steered by one set its bracket low.
-    It runs ANALYZE_AFTER_S into the warm-up: long before the window (here 6 s of warm-up)."""
+async def test_a_step_keeps_the_planner_s_statistics_as_the_table_grows():
+    """A step starts on freshly created tables, and sessions keep the plans they made until an
+    ANALYZE invalidates them. One ANALYZE at the warm-up's end left skip_locked on an empty
+    table's plans (a backlog of 70,000 jobs at 17,111 jobs/s); one early ANALYZE left
+    procrastinate, whose table keeps its finished jobs, on a half-second-old table's plans for
+    the whole step (it failed rates it passes with a later one). Autovacuum's rule, applied
+    through the step: at its end the statistics have seen most of the table's rows."""
     from benchlib import queues
+    from benchlib.provision import open_backend
+    from benchlib.queues.procrastinate_system import SCHEMA
+    from benchlib.studies.capacity import measure as m
+
+    p = capacity.Params(systems=["procrastinate"], warmup_s=2, window_s=6, naptime_s=2, drain_profile=None)
+    async with open_backend("postgres", settings=m.settings(p)) as target:
+        step = asyncio.create_task(m.run_step(target, queues.get("procrastinate", "postgres"), 2, None,
+                                              m.StepPlan(200, p.window_s, "search"), p))
+        seen = []  # (rows, the planner's estimate) while the step runs: its session drops the tables after
+        jobs = f"{SCHEMA}.procrastinate_jobs"
+        conn = await target.connect()
+        try:
+            while not step.done():
+                await asyncio.sleep(0.5)
+                seen.append(tuple(await conn.fetchrow(
+                    f"SELECT count(*), reltuples FROM {jobs}, pg_class WHERE pg_class.oid = '{jobs}'::regclass "
+                    "GROUP BY reltuples") if await conn.fetchval(f"SELECT to_regclass('{jobs}')") else ()) or (0, 0))
+        finally:
+            await conn.close()
+        row = await step
+    assert row["verdict"] == "pass" and row["lost"] == 0, row
+    rows, estimate = max(seen)
+    # 200 jobs/s for 8 s; one ANALYZE half a second in saw about 100 of these 1,600 rows
+    assert rows >= 1_400 and estimate >= rows / 2, seen
+    assert row["analyzes"] >= 3, row["analyzes"]
+
+
+async def test_the_statistics_keeper_applies_autovacuum_s_rule_and_the_tables_own_settings():
+    """stale_tables (measure.sql) picks what autovacuum would ANALYZE: changed rows past
+    threshold + scale factor x rows, a table's storage parameters before the server's, and
+    never a table autovacuum is off for."""
     from benchlib.provision import open_backend
     from benchlib.studies.capacity import measure as m
 
-    p = capacity.Params(systems=["skip_locked"], warmup_s=6, window_s=6, drain_profile=None)
-    async with open_backend("postgres", settings=m.settings(p)) as target:
-        row = await m.run_step(target, queues.get("skip_locked", "postgres"), 2, 10,
-                               m.StepPlan(200, p.window_s, "search"), p)
-        assert row["verdict"] == "pass" and row["lost"] == 0
+    async with open_backend("postgres") as target:
         conn = await target.connect()
         try:
-            since = await conn.fetchval("SELECT extract(epoch FROM now() - max(last_analyze)) FROM pg_stat_user_tables")
+            await conn.execute("""
+                CREATE TABLE plain (n int); CREATE TABLE off (n int) WITH (autovacuum_enabled = false);
+                CREATE TABLE high (n int) WITH (autovacuum_analyze_threshold = 100000);
+                CREATE TABLE "Odd name" (n int); CREATE TABLE quiet (n int);
+                ANALYZE;
+                INSERT INTO plain SELECT generate_series(1, 1000); INSERT INTO off SELECT generate_series(1, 1000);
+                INSERT INTO high SELECT generate_series(1, 1000); INSERT INTO "Odd name" SELECT generate_series(1, 1000);
+                INSERT INTO quiet SELECT generate_series(1, 10);
+                SELECT pg_stat_force_next_flush();""")
+            await conn.execute("SELECT 1")  # the flush happens when this session next goes idle
+            stale = [r["name"] for r in await conn.fetch(m.SQL["stale_tables"])]
+            assert stale == ['public."Odd name"', "public.plain"]
+            for name in stale:
+                await conn.execute(f"ANALYZE {name}")
+            await conn.execute("SELECT pg_stat_force_next_flush()")
+            await conn.execute("SELECT 1")
+            assert await conn.fetch(m.SQL["stale_tables"]) == []
         finally:
             await conn.close()
-    # early: the rest of the warm-up (5.5 s) and the window (6 s) ago at least; at the warm-up's
-    # end it would be the window and the drain ago, about 6 s
-    assert since >= p.window_s + p.warmup_s / 2, since

@@ -76,6 +76,7 @@ def test_the_search_stops_where_the_producers_do_and_where_nothing_passes():
     ({"warmup_s": 20, "window_s": 10}, "shorter than warmup_s"),
     ({"systems": ["nope"]}, "unknown system 'nope'"),
     ({"consumers": [0]}, "consumers must be >= 1"),
+    ({"naptime_s": 0}, "naptime_s must be > 0"),
 ])
 def test_bad_input_is_one_line_before_anything_starts(kwargs, message):
     with pytest.raises(BenchError, match=message):

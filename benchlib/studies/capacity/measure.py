@@ -8,12 +8,9 @@ criterion (hardbyte's), where several peaks are the system's own settings. Here
 (METHOD.md, "capacity"):
 
 A **step** at rate r, on fresh state (the system installed anew, VACUUM ANALYZE,
-CHECKPOINT; on PostgreSQL an ANALYZE of the filling tables ANALYZE_AFTER_S into the
-warm-up, which a queue that runs for good has long had from autovacuum: statistics of an
-empty table make the server cache generic plans that scan the whole table, e.g. for
-`id = ANY($1)`, and those plans stay until the next ANALYZE invalidates them; run at the
-warm-up's end, that ANALYZE left the whole warm-up on them, and the backlog they built
-failed skip_locked's window at 17,111 jobs/s every time with a 6 s warm-up):
+CHECKPOINT; on PostgreSQL planner statistics then kept as autovacuum keeps them in a queue
+that runs for good, see _keep_statistics: a step's plans made on an empty or a half-second-old
+table's statistics measured the plan, not the queue):
 open-loop producers (workload/pacing.py: every job has an intended instant;
 latency is measured from it) and C consumers running the whole time (pull: the
 harness's driver; worker: the library's own workers in continuous mode); a warm-up (the
@@ -55,12 +52,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from benchlib import params as check
-from benchlib import outputs, queues
+from benchlib import outputs, queues, sql
 from benchlib.errors import BenchError, failure_reason
 from benchlib.measure import CpuMeter, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
@@ -80,8 +78,9 @@ BACKLOG_S = 2.0
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
-ANALYZE_AFTER_S = 0.5  # PostgreSQL: the warm-up's ANALYZE, this far into it (at most half of it; see run_step)
+ANALYZE_AFTER_S = 0.5  # PostgreSQL: the first ANALYZE, this far into the warm-up (at most half of it)
 STATEMENTS = "pg_stat_statements"
+SQL = sql.beside(__file__)
 
 
 @dataclass(frozen=True)
@@ -103,6 +102,7 @@ class Params:
     rounds: int = 1
     pickup_rate: float = 10.0  # jobs/s of the low-rate step (0: none)
     pickup_s: float = 5.0
+    naptime_s: float = 5.0  # PostgreSQL: how often a step applies autovacuum's ANALYZE rule (_keep_statistics)
     settings: dict[str, str] = field(default_factory=dict)
     pg_major: int | None = None
 
@@ -126,6 +126,7 @@ class Params:
             "pickup_rate": float(self.pickup_rate) if self.pickup_rate == 0 else
             check.positive_float("pickup_rate", self.pickup_rate),
             "pickup_s": check.positive_float("pickup_s", self.pickup_s),
+            "naptime_s": check.positive_float("naptime_s", self.naptime_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
@@ -155,6 +156,8 @@ STEPS: Schema = {
                             "| warmup (the run's first step run once before it, discarded)")),
     "rate": (pl.Float64, "offered rate (jobs/s)"),
     "warmup_s": (pl.Float64, "warm-up before the window"),
+    "analyzes": (pl.Int64, ("ANALYZE statements the harness ran in the warm-up and window: the database's "
+                            "once, then a table's where autovacuum's rule said so, every naptime_s (null off PostgreSQL)")),
     "window_s": (pl.Float64, "measured window (shorter when its backlog passed 2 s of production: it cannot pass)"),
     "achieved": (pl.Float64, "jobs acknowledged in the window / window_s"),
     "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
@@ -346,7 +349,8 @@ async def _server_counters(conn: Any) -> dict[str, float]:
     if await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname = $1", STATEMENTS):
         row = await conn.fetchrow("SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(total_exec_time), 0) AS ms "
                                   "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
-                                  "WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat%'")
+                                  "WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat%' "
+                                  "AND query NOT ILIKE 'ANALYZE%'")
         out |= {"calls": float(row["calls"]), "ms": float(row["ms"])}
     return out
 
@@ -364,6 +368,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
     session = await session_cm.__aenter__() if worker else None
     postgres = target.backend == "postgres"
     stats_conn = None
+    analyzed: list[int] = []  # when the statistics keeper ran each ANALYZE (ns)
     try:
         await _fresh(target, system, session)
         stats_conn = await sampler.connect(target) if postgres else None
@@ -384,13 +389,12 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
                                                         stop_producing, out, j / p.producers))
                      for j in range(p.producers)]
         warmup_s = p.warmup_s
+        if postgres:
+            keeper_conn = await sampler.connect(target)
+            conns.append(keeper_conn)
+            tasks.append(asyncio.create_task(_keep_statistics(keeper_conn, min(ANALYZE_AFTER_S, warmup_s / 2),
+                                                              p.naptime_s, stop_consumers, analyzed)))
         async with _census(target, postgres) as census:
-            # early, not at the warm-up's end: until this ANALYZE the server plans on an empty
-            # table's statistics (a scan of the whole table per dequeue), and at 17,111 jobs/s
-            # 6 s of that built a backlog of 70,000 jobs that failed skip_locked's window
-            await asyncio.sleep(min(ANALYZE_AFTER_S, warmup_s / 2))
-            if postgres:  # what autovacuum has done long ago in a queue that runs for good
-                await stats_conn.execute("ANALYZE")
             await asyncio.sleep(max(0.0, (start + int(warmup_s * 1e9) - now_ns()) / 1e9))
             _raise_failed(producing + tasks)
             census.take()
@@ -429,8 +433,53 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         if t.done() and not t.cancelled() and t.exception() is not None:
             raise t.exception()
     rec = ledger.reconcile()
-    return {"warmup_s": warmup_s, **_judge(rec, plan, window_start, window_end, ended_at, out, costs, before, after,
-                                            waits, drained, handled_in_window)}
+    analyzes = sum(t < window_end for t in analyzed) if postgres else None
+    return {"warmup_s": warmup_s, "analyzes": analyzes, **_judge(rec, plan, window_start, window_end, ended_at, out,
+                                                                  costs, before, after, waits, drained,
+                                                                  handled_in_window)}
+
+
+async def _keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: asyncio.Event,
+                           analyzed: list[int]) -> None:
+    """Planner statistics kept as autovacuum keeps them in a queue that runs for good.
+
+    Why: a step starts on freshly created tables, and the plans a session caches stay until an
+    ANALYZE invalidates them. On an empty table's statistics the server plans a scan of the
+    whole table per dequeue (skip_locked's backlog reached 70,000 jobs in a 6 s warm-up at
+    17,111 jobs/s); on statistics taken once, early, a table that keeps its finished jobs
+    grows many times over under plans made for its first half second (procrastinate and
+    pgqueuer failed rates they pass with later ANALYZEs). Autovacuum would keep both current, but its
+    naptime (60 s) is longer than a step. So: one ANALYZE `first_s` into the warm-up (what
+    autovacuum has done long ago in a running queue), then every `naptime_s` autovacuum's own
+    rule (measure.sql, stale_tables) until the consumers stop.
+
+    The naptime matters, both ways (procrastinate at 495 jobs/s, pgqueuer at 3,507, 2 s
+    warm-ups, METHOD.md): with statistics taken once they failed 4 of 4 steps each; looked at
+    every second, a freshly created table is due every time, each ANALYZE makes every session
+    plan again, and procrastinate failed 4 of 4 with larger backlogs; every 5 s they passed
+    4 of 4 and 3 of 4. The default, 5 s, is the longest that still looks three times in a
+    15 s window; in production the work between two ANALYZEs is longer still. A table dropped
+    before its turn is skipped, as autovacuum skips it. The connection is the sampler's kind,
+    out of the wait-event census; its statements are left out of the SQL cost per job, as
+    autovacuum's are (see _server_counters). When each ANALYZE ran goes to `analyzed`."""
+    async def napped(seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(stop.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    if await napped(first_s):
+        return
+    await conn.execute("ANALYZE")
+    analyzed.append(now_ns())
+    while not await napped(naptime_s):
+        for table in await conn.fetch(SQL["stale_tables"]):
+            try:
+                await conn.execute(f"ANALYZE {table['name']}")
+            except asyncpg.UndefinedTableError:
+                continue
+            analyzed.append(now_ns())
 
 
 async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> int | None:
@@ -686,7 +735,7 @@ def settings(p: Params) -> dict[str, str]:
 
 def connections(p: Params) -> int:
     extra = max(getattr(queues.QUEUES[s], "extra_connections", 0) for s in p.systems)
-    return max(p.consumers) + p.producers + extra + 4  # + sampler, census, admin, spare
+    return max(p.consumers) + p.producers + extra + 5  # + sampler, census, statistics, admin, spare
 
 
 def systems(p: Params) -> dict[str, dict[str, str]]:

@@ -88,5 +88,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
-        "precision": params.get("precision"),
+        "precision": params.get("precision"), "naptime_s": params.get("naptime_s"),
+        "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
     }

@@ -220,7 +220,7 @@ def test_a_bracket_s_unit_comes_before_its_explanation():
     from benchlib.studies.capacity import analysis
 
     r = {"passed": 3152.0, "failed": 6304.0, "bound": "producer-bound"}
-    assert analysis.bracket_text(r, " jobs/s") == "≥ 3,152 jobs/s (our producers could go no faster at 6,304)"
+    assert analysis.bracket_text(r, " jobs/s") == "≥ 3,152 jobs/s (the producers fell short at 6,304)"
     assert analysis.bracket_text({**r, "bound": "bracket", "failed": 3400.0}, " jobs/s") == "3,152 – 3,400 jobs/s"
 
 
@@ -317,7 +317,7 @@ def test_a_search_whose_producers_could_send_nothing_reads_not_measured():
     r = {"backend": "turso", "system": "sqlite", "passed": None, "failed": 1860.0, "bound": "producer-bound",
          "held_rounds": None, "rounds": 0, "over_rounds": None, "at_ceiling": False, "pickup_p50_ms": 12.1,
          "stalled_steps": 0}
-    assert analysis.bracket_text(r, " jobs/s") == ("not measured (our producers could go no faster at 1,860 jobs/s, "
+    assert analysis.bracket_text(r, " jobs/s") == ("not measured (the producers fell short at 1,860 jobs/s, "
                                                    "the lowest rate tried)")
     lines = analysis.sentences(pl.DataFrame([r]))
     assert not any(x.startswith("Kept up with no rate tried") for x in lines)

@@ -131,7 +131,7 @@ def _steered_from(mine: pl.DataFrame) -> float | None:
 
 
 BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "the search ran out of steps",
-          "nothing passed": "nothing passed", "bracket": "", "producer-bound": "our producers could go no faster"}
+          "nothing passed": "nothing passed", "bracket": "", "producer-bound": "the producers fell short"}
 
 
 def bracket_text(r: dict, unit: str = "") -> str:
@@ -281,12 +281,14 @@ def sentences(b: pl.DataFrame) -> list[str]:
                    f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
     producer = [name(r) for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
     if producer:
-        out.append(f"Our producers could go no faster for {', '.join(producer)}: their capacity is above the "
-                   "bracket's lower end, by how much this machine cannot say.")
+        out.append(f"The producers fell short of the offered rate for {', '.join(producer)}: the harness's "
+                   "producers or the system's own enqueue calls (on SQLite and Turso one writer at a time) set "
+                   "that limit, so their capacity is at least the bracket's lower end, by how much more this "
+                   "run cannot say.")
     unmeasured = [f"{name(r)} ({fmt(r['failed'])} jobs/s)" for r in rows
                   if r["bound"] == "producer-bound" and r["passed"] is None]
     if unmeasured:
-        out.append(f"Not measured: even the lowest rate tried was more than our producers could send for "
+        out.append(f"Not measured: even the lowest rate tried was more than the producers could send for "
                    f"{', '.join(unmeasured)}, so nothing is known of these systems' capacity from this run.")
     slow = sorted((r for r in rows if (r["pickup_p50_ms"] or 0) >= 100), key=lambda r: -r["pickup_p50_ms"])
     if slow:

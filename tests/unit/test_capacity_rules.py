@@ -324,6 +324,27 @@ def test_a_search_whose_producers_could_send_nothing_reads_not_measured():
     assert any(x.startswith("Not measured: even the lowest rate tried") and "sqlite (Turso) (1,860 jobs/s)" in x
                for x in lines)
 
+
+def test_producers_falling_short_name_the_single_writer_only_where_there_is_one():
+    """Turso's producers fell short at 1,321 jobs/s because each enqueue waited for its one
+    writer; absurd's on PostgreSQL did not. The report said 'our producers could go no faster'
+    of both, and then named SQLite's writer beside absurd alone."""
+    from benchlib.studies.capacity import analysis
+
+    def row(backend: str, system: str) -> dict:
+        return {"backend": backend, "system": system, "passed": 568.0, "failed": 1136.0, "bound": "producer-bound",
+                "held_rounds": None, "rounds": 0, "over_rounds": None, "at_ceiling": False, "pickup_p50_ms": 1.0,
+                "stalled_steps": 0}
+
+    def said(*rows: dict) -> str:
+        (line,) = [x for x in analysis.sentences(pl.DataFrame(list(rows))) if x.startswith("The producers fell short")]
+        return line
+
+    assert "one writer" not in said(row("postgres", "absurd"))
+    assert "one writer" in said(row("postgres", "absurd"), row("turso", "sqlite"))
+    assert "absurd, sqlite (Turso)" in said(row("postgres", "absurd"), row("turso", "sqlite"))
+
+
 def test_nothing_passed_below_a_producer_bound_step_is_the_systems_failure_not_the_producers():
     """Producers that could not offer 4/s, then the system failing at 2 and 1: the search ends
     with nothing passed, and it was the system (its fails lie below the producers' limit),

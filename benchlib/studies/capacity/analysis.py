@@ -279,12 +279,13 @@ def sentences(b: pl.DataFrame) -> list[str]:
     if capped:
         out.append("**Configuration ceilings** reached, the rate the system's own worker, batch and polling "
                    f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
-    producer = [name(r) for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
+    producer = [r for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
     if producer:
-        out.append(f"The producers fell short of the offered rate for {', '.join(producer)}: the harness's "
-                   "producers or the system's own enqueue calls (on SQLite and Turso one writer at a time) set "
-                   "that limit, so their capacity is at least the bracket's lower end, by how much more this "
-                   "run cannot say.")
+        one_writer = " (on SQLite and Turso one writer at a time)" if any(
+            r["backend"] != "postgres" for r in producer) else ""
+        out.append(f"The producers fell short of the offered rate for {', '.join(name(r) for r in producer)}: "
+                   f"the harness's producers or the system's own enqueue calls{one_writer} set that limit, so "
+                   "their capacity is at least the bracket's lower end, by how much more this run cannot say.")
     unmeasured = [f"{name(r)} ({fmt(r['failed'])} jobs/s)" for r in rows
                   if r["bound"] == "producer-bound" and r["passed"] is None]
     if unmeasured:

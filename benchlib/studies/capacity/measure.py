@@ -24,14 +24,16 @@ seq is reconciled. The step **passes** when
   <= max(1 % of r, 5 jobs/s); an interval that straddles it is *inconclusive* and the
   step is repeated once (still inconclusive: counted as a failure, and said);
 - the producers held their schedule: achieved >= 0.99 r (else it is *producer-bound*:
-  the harness, not the system, set the limit, and the search stops there; looked at after
-  the backlog, which can fail the step at the slower rate the producers managed);
+  the harness or the system's own enqueue calls, not its consumers, set the limit: the
+  search bisects below that rate and never offers it again; looked at after the backlog,
+  which can fail the step at the slower rate the producers managed);
 - nothing was lost, the drain finished, and nothing failed.
 
 The **search** starts at a quarter of the drain study's rate for the same system,
 consumers and batch (its published data; else `start_rate`), doubles until a step
 fails, bisects (geometric mean) until fail / pass <= 1 + precision, then confirms: the
-last pass held `confirm_factor` times longer must pass and 1.1 x it must fail. Where the
+last pass held `confirm_factor` times longer must pass and then 1.1 x it must fail (not
+tried where the long hold failed: the confirmation has failed already). Where the
 long hold fails, one more long step at 1 / 1.1 of it: if that passes, the bracket is the
 pair of long steps (a 15 s pass is not a rate kept up with for longer). Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
@@ -235,7 +237,8 @@ def verdict(rate: float, achieved: float, slope: tuple[float, float, float], bac
 
     A backlog past its limit, or growing, fails the step before the producers' pace is looked
     at: a system that fell behind a slower-than-offered rate fell behind the offered one too,
-    so the search may go on below it (producer-bound ends the search). `ended_at`: the whole
+    so the step is the system's failure, not the producers' (both bound the search from above;
+    only a fail makes the bracket's upper end the system's). `ended_at`: the whole
     second at which the window ended early on its live backlog; such a window fails even if
     the reconciled count (worker systems report handled jobs late, with earlier stamps) stays
     just under the limit at its instants."""
@@ -265,10 +268,13 @@ def verdict(rate: float, achieved: float, slope: tuple[float, float, float], bac
 class Search:
     """The bracket search's state: the highest pass and the lowest fail so far.
 
-    A producer-bound step is not the system's failure: our producers could not offer the
-    rate. Above a pass it ends the search (the capacity is at least that pass); with nothing
-    passed yet the search halves, as below a fail, so a slow producer still measures something
-    and the rates it could not offer are never tried again."""
+    A producer-bound step is not the system's failure: the producers could not offer the
+    rate. It bounds the search from above as a fail does (the rates it could not offer are
+    never tried again), so the search bisects below it: with nothing passed yet it halves,
+    above a pass it narrows to 10 % as between a pass and a fail. Where the producers' limit,
+    not a fail, is the bracket's upper end, the bound says so: the capacity is at least the
+    lower end. (It used to end the search at the first producer-bound step above a pass,
+    which left SQLite's and Turso's results a factor of two wide.)"""
 
     start: float
     precision: float
@@ -282,38 +288,34 @@ class Search:
         """The next rate to try, or None when the bracket is tight (or cannot be found)."""
         if self.bound:
             return None
+        above = min((r for r in (self.failed, self.producer_limit) if r is not None), default=None)
+        # whichever stopped lowest, the system or the producers, names the bound
+        producers = above is not None and above != self.failed
         if self.passed is None:
-            above = min((r for r in (self.failed, self.producer_limit) if r is not None), default=None)
             if above is None:
                 return self.start
-            if above / 2 < 1:  # under 1 job/s: whichever failed lowest, system or producers, bound it
-                producers = self.producer_limit is not None and above == self.producer_limit
+            if above / 2 < 1:  # under 1 job/s
                 self.bound = "producer-bound" if producers else "nothing passed"
                 self.failed = above
                 return None
             return above / 2
-        if self.failed is None:
+        if above is None:
             nxt = self.passed * 2
-            if self.producer_limit is not None and nxt >= self.producer_limit:
-                self.failed, self.bound = self.producer_limit, "producer-bound"
-                return None
             if nxt > self.max_rate:
                 self.bound = "max_rate"
                 return None
             return nxt
-        if self.failed / self.passed <= 1 + self.precision:
-            self.bound = "bracket"
+        if above / self.passed <= 1 + self.precision:
+            self.bound = "producer-bound" if producers else "bracket"
+            self.failed = above
             return None
-        return math.sqrt(self.passed * self.failed)
+        return math.sqrt(self.passed * above)
 
     def record(self, rate: float, outcome: str) -> None:
         if outcome == "pass":
             self.passed = max(self.passed or 0.0, rate)
         elif outcome == "producer-bound":
-            if self.passed is not None:
-                self.failed, self.bound = rate, "producer-bound"
-            else:
-                self.producer_limit = min(self.producer_limit or math.inf, rate)
+            self.producer_limit = min(self.producer_limit or math.inf, rate)
         else:
             self.failed = min(self.failed or math.inf, rate)
 
@@ -690,7 +692,12 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
             lower = search.passed / OVER
             if await attempt(StepPlan(lower, long_s, "confirm_long")) == "pass":
                 search.passed, search.failed, long_ok = lower, search.passed, True
-        over = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over"))
+        over = None
+        if long_ok:
+            # Only where the long hold passed: after a failed one the round's confirmation has
+            # failed whatever 1.1 x does (about 5 of the standard profile's 68 minutes went to
+            # such steps on 2026-11-26).
+            over = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over"))
         # 1.1 x passing too leaves the search's bracket as it was, unconfirmed: the edge is not
         # sharp there (a [1.1x, 1.1x] "bracket" would claim a precision no step showed)
         confirmed = long_ok and over != "pass"

@@ -6,14 +6,13 @@
 -- does not ANALYZE a partitioned parent, only its partitions.
 WITH t AS (
     SELECT format('%I.%I', s.schemaname, s.relname) AS name, s.n_mod_since_analyze AS changed,
-           greatest(c.reltuples, 0) AS rows_,
-           (SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o
-             WHERE o LIKE 'autovacuum\_analyze\_threshold=%') AS threshold,
-           (SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o
-             WHERE o LIKE 'autovacuum\_analyze\_scale\_factor=%') AS scale,
-           (SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o
-             WHERE o LIKE 'autovacuum\_enabled=%') AS enabled
+           greatest(c.reltuples, 0) AS rows_, o.threshold, o.scale, o.enabled
     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    CROSS JOIN LATERAL (  -- one row per table, its options NULL where it sets none
+        SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_analyze_threshold') AS threshold,
+               max(option_value) FILTER (WHERE option_name = 'autovacuum_analyze_scale_factor') AS scale,
+               max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled') AS enabled
+        FROM pg_options_to_table(c.reloptions)) o
     WHERE c.relkind = 'r'
 )
 SELECT name FROM t

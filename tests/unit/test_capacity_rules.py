@@ -364,6 +364,9 @@ def test_producers_falling_short_name_the_single_writer_only_where_there_is_one(
     assert "one writer" not in said(row("postgres", "absurd"))
     assert "one writer" in said(row("postgres", "absurd"), row("turso", "sqlite"))
     assert "absurd, sqlite (Turso)" in said(row("postgres", "absurd"), row("turso", "sqlite"))
+    # only the backends in the list: it said 'on SQLite and Turso' beside SQLite alone
+    assert "(on SQLite one writer at a time)" in said(row("sqlite", "sqlite"))
+    assert "(on SQLite and Turso one writer" in said(row("sqlite", "sqlite"), row("turso", "sqlite"))
 
 
 def test_nothing_passed_below_a_producer_bound_step_is_the_systems_failure_not_the_producers():

@@ -291,8 +291,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
                    f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
     producer = [r for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
     if producer:
-        one_writer = " (on SQLite and Turso one writer at a time)" if any(
-            r["backend"] != "postgres" for r in producer) else ""
+        writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in producer if r["backend"] != "postgres"})
+        one_writer = f" (on {' and '.join(writers)} one writer at a time)" if writers else ""
         out.append(f"The producers fell short of the offered rate for {', '.join(name(r) for r in producer)}: "
                    f"the harness's producers or the system's own enqueue calls{one_writer} set that limit, so "
                    "their capacity is at least the bracket's lower end, by how much more this run cannot say.")

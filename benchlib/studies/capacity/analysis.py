@@ -76,6 +76,12 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
 
 
+def inside(top: float) -> pl.Expr:
+    """Steps at or below a bracket's lower end: a 1.1 x that passed lies above the bracket, and a
+    latency objective or a cost quoted there would name a rate higher than the bracket itself."""
+    return pl.col("rate") <= top
+
+
 def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     """The per-round confirmation counts, the latency objectives and the stalls of one result
     row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict)."""
@@ -84,12 +90,11 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "over_tried": None, "p99_100ms": None,
                              "p99_1s": None,
                              "steered_from": _steered_from(mine)}
-    # the latency objectives from passing steps at or below the bracket's lower end: a 1.1x that
-    # passed lies above the bracket and would quote a rate higher than the bracket itself
+    # the latency objectives from the passing steps inside the bracket
     top = r["passed"]
     ok = mine.filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup"))
     if top is not None and ok.height:
-        ok = ok.filter(pl.col("rate") <= top)
+        ok = ok.filter(inside(top))
         for key, limit_ms in (("p99_100ms", 100.0), ("p99_1s", 1000.0)):
             under = ok.filter(pl.col("e2e_p99_ms") <= limit_ms)["rate"]
             extra[key] = float(under.max()) if under.len() else None
@@ -209,7 +214,7 @@ def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
             continue
         at = steps.filter((pl.col("system") == r["system"]) & (pl.col("backend") == r["backend"])
                           & (pl.col("consumers") == r["consumers"]) & (pl.col("verdict") == "pass")
-                          & (pl.col("purpose") != "pickup") & (pl.col("rate") <= r["passed"] * (1 + 1e-9))).sort("rate").tail(1)
+                          & (pl.col("purpose") != "pickup") & inside(r["passed"])).sort("rate").tail(1)
         if not at.height:
             continue
         s = at.row(0, named=True)

@@ -133,8 +133,13 @@ def _steered_from(mine: pl.DataFrame) -> float | None:
     if not search.height or search["purpose"][0] != "search":
         return None
     first = search["rate"][0]
-    opening = 2 if search.height > 1 and search["purpose"][1] == "repeat" else 1  # an inconclusive first, again
-    if search["verdict"][opening - 1] != "fail":
+    # the steps at the first rate whose last verdict the search counted: an inconclusive or a
+    # failed first step runs again (measure.measure), and a repeat that is inconclusive once more
+    opening = 1
+    while (opening < search.height and search["purpose"][opening] == "repeat"
+           and search["rate"][opening] == first):
+        opening += 1
+    if search["verdict"][opening - 1] not in ("fail", "inconclusive"):  # inconclusive twice counts as a fail
         return None
     later = pl.concat([search.slice(opening), mine.filter(pl.col("round") != 0)]).filter(
         (pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup") & (pl.col("rate") >= first))

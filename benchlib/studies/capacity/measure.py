@@ -675,9 +675,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     if rnd == 0:
         search = Search(cell.parts["start_rate"], p.precision, p.max_rate)
         while (rate := search.next_rate()) is not None and len(rows) < p.max_steps:
-            first = not rows
             outcome = await attempt(StepPlan(rate, p.window_s, "search"))
-            if first and len(rows) == 1 and rows[0]["verdict"] == "fail":
+            if len(rows) == 1 and rows[0]["verdict"] == "fail":
                 # A failed first step runs once more, as an inconclusive step does: every system
                 # after the run's first starts cold (new tables, connections, plans), and the
                 # search never returns above a fail, so one cold fail would cap the whole search

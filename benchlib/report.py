@@ -88,10 +88,33 @@ def _short(row: dict[str, str]) -> dict[str, str]:
     return {**row, "evidence": evidence}
 
 
+MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "os", "kernel")  # what names a host (fsync/s is the run's own)
+
+
+def machines(manifests: list[dict]) -> list[dict]:
+    """The distinct machines the runs were measured on, in order of first appearance, each with
+    a label (A, B, ...) and its runs. A report's runs can come from different hosts (a study
+    re-published in a later session): on 2026-11-26 the capacity study was re-measured on a
+    host whose kernel build differed, and most of its brackets came out 10 - 40 % higher than
+    the session before, so a reader must see which numbers share a machine."""
+    found: dict[tuple, dict] = {}
+    for m in manifests:
+        key = tuple(m["machine"].get(k) for k in MACHINE_KEYS)
+        found.setdefault(key, {"label": chr(ord("A") + len(found)), "machine": m["machine"], "runs": []})[
+            "runs"].append(m)
+    return list(found.values())
+
+
+def _machine_label(m: dict, hosts: list[dict]) -> str:
+    return next(h["label"] for h in hosts if any(r is m for r in h["runs"]))
+
+
 def runs_table(manifests: list[dict]) -> Table:
-    """One line per run: where and when it measured, and who else used the machine meanwhile."""
+    """One line per run: where, when and by which code it measured, and who else used the machine
+    meanwhile; which machine, where the runs were measured on more than one."""
     import datetime as dt
 
+    hosts = machines(manifests)
     rows = []
     for m in manifests:
         start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
@@ -104,6 +127,8 @@ def runs_table(manifests: list[dict]) -> Table:
             "others / steal CPU": f"{100 * (company.get('others_share') or 0):.0f} % / "
                                   f"{100 * (company.get('steal_share') or 0):.0f} %",
             "fdatasync/s": fmt(m["machine"].get("fsync_per_s")),
+            "code": (m.get("git") or {}).get("sha", "?")[:7] + (" +" if (m.get("git") or {}).get("dirty") else ""),
+            **({"machine": _machine_label(m, hosts)} if len(hosts) > 1 else {}),
         })
     return Table(rows)
 
@@ -181,7 +206,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             {n for f in fronts for n in f} - set(QUEUES)))
         text = env.get_template("report.md.j2").render(
             profile=profile, published=where.published, sections=sections, manifests=manifests,
-            first=manifests[0], front=front.markdown(), use_when=use_when,
+            first=manifests[0], hosts=machines(manifests), front=front.markdown(), use_when=use_when,
             features=features.markdown(notes=False) if profile in ("standard", "full", "smoke") else "",
             headline=Table([_short(h) for h in headline], columns=["question", "answer", "evidence"]).markdown()
             if headline else "", method=os.path.relpath(METHOD, out.parent),

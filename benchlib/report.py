@@ -127,7 +127,7 @@ def runs_table(manifests: list[dict]) -> Table:
             "others / steal CPU": f"{100 * (company.get('others_share') or 0):.0f} % / "
                                   f"{100 * (company.get('steal_share') or 0):.0f} %",
             "fdatasync/s": fmt(m["machine"].get("fsync_per_s")),
-            "code": (m.get("git") or {}).get("sha", "?")[:7] + (" +" if (m.get("git") or {}).get("dirty") else ""),
+            "code": ((m.get("git") or {}).get("sha") or "?")[:7] + (" +" if (m.get("git") or {}).get("dirty") else ""),
             **({"machine": _machine_label(m, hosts)} if len(hosts) > 1 else {}),
         })
     return Table(rows)

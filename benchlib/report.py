@@ -105,16 +105,13 @@ def machines(manifests: list[dict]) -> list[dict]:
     return list(found.values())
 
 
-def _machine_label(m: dict, hosts: list[dict]) -> str:
-    return next(h["label"] for h in hosts if any(r is m for r in h["runs"]))
-
-
-def runs_table(manifests: list[dict]) -> Table:
+def runs_table(manifests: list[dict], hosts: list[dict] | None = None) -> Table:
     """One line per run: where, when and by which code it measured, and who else used the machine
-    meanwhile; which machine, where the runs were measured on more than one."""
+    meanwhile; which machine (`hosts`, from machines()), where the runs were measured on more than one."""
     import datetime as dt
 
-    hosts = machines(manifests)
+    hosts = machines(manifests) if hosts is None else hosts
+    label = {id(r): h["label"] for h in hosts for r in h["runs"]}
     rows = []
     for m in manifests:
         start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
@@ -128,7 +125,7 @@ def runs_table(manifests: list[dict]) -> Table:
                                   f"{100 * (company.get('steal_share') or 0):.0f} %",
             "fdatasync/s": fmt(m["machine"].get("fsync_per_s")),
             "code": ((m.get("git") or {}).get("sha") or "?")[:7] + (" +" if (m.get("git") or {}).get("dirty") else ""),
-            **({"machine": _machine_label(m, hosts)} if len(hosts) > 1 else {}),
+            **({"machine": label[id(m)]} if len(hosts) > 1 else {}),
         })
     return Table(rows)
 
@@ -204,14 +201,15 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                              f"run `make report PROFILE={profile}` first")
         front = frontpage.table(fronts, features.about(), frontpage.versions(manifests), list(QUEUES) + sorted(
             {n for f in fronts for n in f} - set(QUEUES)))
+        hosts = machines(manifests)
         text = env.get_template("report.md.j2").render(
             profile=profile, published=where.published, sections=sections, manifests=manifests,
-            first=manifests[0], hosts=machines(manifests), front=front.markdown(), use_when=use_when,
+            first=manifests[0], hosts=hosts, front=front.markdown(), use_when=use_when,
             features=features.markdown(notes=False) if profile in ("standard", "full", "smoke") else "",
             headline=Table([_short(h) for h in headline], columns=["question", "answer", "evidence"]).markdown()
             if headline else "", method=os.path.relpath(METHOD, out.parent),
             busy=[m for m in manifests if _had_company(m)], company=COMPANY,
-            runs=runs_table(manifests).markdown(), setting_sets=setting_sets(manifests),
+            runs=runs_table(manifests, hosts).markdown(), setting_sets=setting_sets(manifests),
             data_dir=os.path.relpath(data_dir, out.parent))
         write_text(text, out)
     return out

@@ -41,6 +41,11 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
     assert json.loads(first["settings"])  # what bounds it, as it ran
     if backend == "postgres":
         assert first["sql_calls_per_job"] > 0 and first["wal_bytes_per_job"] > 0 and json.loads(first["wait_events"])
+    if system == "skip_locked":  # public SQL: the server's limit for it, measured in the same run
+        assert result["pgbench_error"] is None and result["pgbench_jobs_s"] > 0
+        assert result["pgbench_jobs"] == result["pgbench_backlog"] >= 1000  # every job, counted by id
+    else:  # a library's internal SQL, or not PostgreSQL: no limit, and no error for it
+        assert result["pgbench_jobs_s"] is None and result["pgbench_error"] is None
 
 
 RUN = """

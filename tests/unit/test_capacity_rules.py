@@ -90,6 +90,7 @@ def test_the_search_narrows_below_where_the_producers_fall_short_and_stops_where
     ({"systems": ["nope"]}, "unknown system 'nope'"),
     ({"consumers": [0]}, "consumers must be >= 1"),
     ({"naptime_s": 0}, "naptime_s must be > 0"),
+    ({"pgbench_s": -1}, "pgbench_s must be > 0"),
 ])
 def test_bad_input_is_one_line_before_anything_starts(kwargs, message):
     with pytest.raises(BenchError, match=message):
@@ -516,3 +517,32 @@ def test_a_job_s_cost_is_quoted_inside_the_bracket_not_at_a_1_1x_that_passed():
     b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
     (row,) = analysis.costs(frame(steps, STEPS), b).rows
     assert row["at jobs/s"] == "31,382" and row["client CPU µs/job"] in ("20", "21")
+
+
+def test_the_server_s_limit_beside_a_capacity_is_the_same_run_s_pgbench_not_another_machine_s():
+    """On 2026-11-26 the capacity run (machine B) was set beside the drain study's pgbench (machine
+    A) as 'the same kind of server'. A run that measured pgbench itself, after each round, quotes
+    its own (median and range over the rounds, per design); only a run without it falls back to
+    the drain study's, said to be another server."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS
+
+    def rows(system, passed, limits):
+        return [{"backend": "postgres", "system": system, "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
+                 "passed": passed, "failed": passed * 1.1, "confirmed": True, "bound": "bracket", "settings": "{}",
+                 "pgbench_jobs_s": jobs_s, "pgbench_jobs": 200_000 if jobs_s else None,
+                 "pgbench_backlog": 200_000 if jobs_s else None} for rnd, jobs_s in enumerate(limits)]
+    results = frame(rows("skip_locked", 40_000.0, [70_000.0, 80_000.0, 75_000.0])
+                    + rows("pgmq", 30_000.0, [60_000.0, 62_000.0, 61_000.0]), RESULTS)
+    b = analysis.brackets(results)
+    drain = pl.DataFrame({"queue": ["skip_locked"], "backend": ["postgres"], "consumers": [4], "batch_size": [50],
+                          "warmup": [False], "pgbench_jobs_s": [99_999.0]})
+    text = analysis.limit_beside(b, results, drain)
+    assert "beside skip_locked's 40,000 – 44,000 jobs/s kept up with, pgbench drained 75,000 jobs/s (median of 3 " \
+           "rounds, 70,000 – 80,000; a backlog of 200,000 jobs, 4 clients at batch 50)" in text
+    assert "beside pgmq's 30,000 – 33,000 jobs/s kept up with, pgbench drained 61,000 jobs/s" in text
+    assert "on the same server after each round" in text and "99,999" not in text
+    older = results.drop("pgbench_jobs_s", "pgbench_jobs", "pgbench_backlog")
+    fallback = analysis.limit_beside(analysis.brackets(older), older, drain)
+    assert "99,999 jobs/s" in fallback and "another server" in fallback

@@ -331,11 +331,40 @@ def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
 REFERENCE = "skip_locked"  # our reference design: public SQL, so pgbench can run its statements
 
 
-def limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
-    """Beside our reference design's capacity, what pgbench drained with the same statements at the
-    same consumers and batch on the same kind of server (the drain study's pgbench runs): the
-    server's limit for that SQL with no Python client in the way, a backlog rather than a rate."""
-    if drain is None or "pgbench_jobs_s" not in drain.columns or not b.height:
+def limit_beside(b: pl.DataFrame, results: pl.DataFrame | None, drain: pl.DataFrame | None) -> str | None:
+    """Beside each public-SQL design's capacity, what pgbench drained with its very statements at the
+    same consumers and batch: the server's limit for that SQL with no Python client in the way, a
+    backlog rather than a rate. Measured in the capacity run itself, on the same server after each
+    round (`pgbench_jobs_s` in the results); a run from before that (2026-11-27) falls back to the
+    drain study's pgbench for our reference, said to be another server."""
+    if not b.height:
+        return None
+    own = pl.DataFrame() if results is None or "pgbench_jobs_s" not in results.columns else results.filter(
+        pl.col("pgbench_jobs_s").is_not_null() & pl.col("error").is_null())
+    said = []
+    for r in b.filter(pl.col("passed").is_not_null()).iter_rows(named=True):
+        if not own.height:
+            break
+        limit = own.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
+                           & (pl.col("consumers") == r["consumers"]) & (pl.col("batch") == r["batch"]))
+        if not limit.height:
+            continue
+        jobs_s, backlog = limit["pgbench_jobs_s"], limit["pgbench_backlog"]
+        spread = "" if limit.height == 1 else (f"median of {limit.height} rounds, {fmt(jobs_s.min())} – "
+                                               f"{fmt(jobs_s.max())}; ")
+        said.append(f"beside {r['system']}'s {bracket_text(r, ' jobs/s')}{hold_note(r)} kept up with, pgbench drained "
+                    f"{fmt(jobs_s.median())} jobs/s ({spread}a backlog of {fmt(backlog.max())} jobs, "
+                    f"{r['consumers']} clients at batch {r['batch']})")
+    if said:
+        return ("pgbench, running each design's very dequeue and ack on the same server after each round: "
+                + "; ".join(said) + ". That is the server's limit for the SQL with no Python client in the way and "
+                "no producer beside it.")
+    return _drain_limit_beside(b, drain)
+
+
+def _drain_limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
+    """The fallback for a capacity run without its own pgbench: the drain study's, for our reference."""
+    if drain is None or "pgbench_jobs_s" not in drain.columns:
         return None
     ours = b.filter((pl.col("system") == REFERENCE) & (pl.col("backend") == "postgres"))
     if not ours.height or ours["passed"][0] is None:
@@ -346,10 +375,11 @@ def limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
                          & ~pl.col("warmup"))["pgbench_jobs_s"].drop_nulls()
     if not limit.len():
         return None
-    return (f"Beside {REFERENCE}'s {bracket_text(r, ' jobs/s')}{hold_note(r)} kept up with: pgbench, running its very statements with "
-            f"{r['consumers']} clients at batch {r['batch']} on the same kind of server, drained a backlog at "
-            f"{fmt(limit.mean())} jobs/s (the drain study, {plural(limit.len(), 'run')}): the server's limit for "
-            "that SQL with no Python client in the way and no producer beside it.")
+    return (f"Beside {REFERENCE}'s {bracket_text(r, ' jobs/s')}{hold_note(r)} kept up with: pgbench, running its very "
+            f"statements with {r['consumers']} clients at batch {r['batch']} in the drain study (another server, "
+            f"perhaps another machine: see the appendix), drained a backlog at {fmt(limit.mean())} jobs/s "
+            f"({plural(limit.len(), 'run')}): the server's limit for that SQL with no Python client in the way and no "
+            "producer beside it.")
 
 
 def steps_table(steps: pl.DataFrame) -> Table:

@@ -38,7 +38,11 @@ long hold fails, one more long step at 1 / 1.1 of it: if that passes, the bracke
 pair of long steps (a 15 s pass is not a rate kept up with for longer). Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
 round's bracket, so the spread between rounds is shown. A pickup step at a low rate
-shows what an idle queue's wake-up costs (a polling interval, LISTEN/NOTIFY).
+shows what an idle queue's wake-up costs (a polling interval, LISTEN/NOTIFY). After each
+round's confirmation, a design whose SQL is public (ours, pgmq) also runs under pgbench
+(benchlib/pgbench.py) on the same server, same consumers and batch: the server's limit for
+those statements, measured beside the capacity in the same run rather than taken from the
+drain study's (another server, and since 2026-11-26 another machine).
 
 Per step also: end-to-end latency exact over every job, the wait-event mix of the
 server's client backends, SQL cost per job (pg_stat_statements), WAL bytes per job
@@ -60,7 +64,7 @@ import polars as pl
 from scipy import stats
 
 from benchlib import params as check
-from benchlib import outputs, queues, sql
+from benchlib import outputs, pgbench, queues, sql
 from benchlib.errors import BenchError, failure_reason
 from benchlib.measure import CpuMeter, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
@@ -105,6 +109,7 @@ class Params:
     pickup_rate: float = 10.0  # jobs/s of the low-rate step (0: none)
     pickup_s: float = 5.0
     naptime_s: float = 5.0  # PostgreSQL: how often a step applies autovacuum's ANALYZE rule (_keep_statistics)
+    pgbench_s: float = 5.0  # the pgbench backlog: this many seconds of the bracket's lower end (0: no pgbench)
     settings: dict[str, str] = field(default_factory=dict)
     pg_major: int | None = None
 
@@ -129,6 +134,8 @@ class Params:
             check.positive_float("pickup_rate", self.pickup_rate),
             "pickup_s": check.positive_float("pickup_s", self.pickup_s),
             "naptime_s": check.positive_float("naptime_s", self.naptime_s),
+            "pgbench_s": float(self.pgbench_s) if self.pgbench_s == 0 else
+            check.positive_float("pgbench_s", self.pgbench_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
@@ -209,6 +216,14 @@ RESULTS: Schema = {
     "bound": (pl.String, "what ended the search: bracket | producer-bound | max_rate | max_steps | nothing passed"),
     "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency"),
     "steps": (pl.Int64, "steps run"),
+    "pgbench_jobs_s": (pl.Float64, "pgbench running the design's own dequeue/ack with the cell's consumers and batch "
+                                   "on the same server after this round: jobs done / its elapsed time (null: the "
+                                   "system's SQL is internal, or no bracket)"),
+    "pgbench_jobs": (pl.Int64, "jobs pgbench's clients finished of its backlog (counted by id)"),
+    "pgbench_backlog": (pl.Int64, "the jobs pgbench's backlog held (pgbench_s x the bracket's lower end)"),
+    "pgbench_cpu_us_per_job": (pl.Float64, "CPU (user + system, from the OS) pgbench's process spent per job it did"),
+    "pgbench_server_cpu_us_per_job": (pl.Float64, "CPU the server's processes spent per job while pgbench ran"),
+    "pgbench_error": (pl.String, "why the pgbench limit is missing where it applies (null when it is not)"),
     "settings": (pl.String, "JSON: the system's throughput-bounding settings"),
     "error": (pl.String, "why the cell failed (null when it did not)"),
     "cell_key": (pl.String, ""),
@@ -618,6 +633,14 @@ def plan_cell(p: Params, system: str, consumers: int, reference: dict) -> dict[s
     return {"batch": batch, "start_rate": start, "start_from": "drain study" if best else "start_rate"}
 
 
+PGBENCH_MIN_JOBS = 1_000
+
+
+def with_limit(p: Params, system: str) -> bool:
+    """Whether a cell of `system` ends with its pgbench limit (a public-SQL design on PostgreSQL)."""
+    return bool(p.pgbench_s) and pgbench.applies(queues.QUEUES[system], p.backend)
+
+
 def _settings_of(system: Any, consumers: int, batch: int | None) -> dict:
     if system.kind == "pull":
         return {"consumers": consumers, "batch_jobs": batch, "empty_poll_pause_ms": POLL_S * 1000}
@@ -720,6 +743,11 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
               "failed": search.failed, "confirmed": confirmed, "bound": search.bound,
               "pickup_p50_ms": pickup,
               "steps": len(rows), "settings": json.dumps(_settings_of(system, consumers, batch), sort_keys=True)}
+    if with_limit(p, name) and search.passed:
+        jobs = max(PGBENCH_MIN_JOBS, round(search.passed * p.pgbench_s))
+        got = await pgbench.beside({}, target, system, p.backend, consumers, batch, jobs)
+        result |= {k: v for k, v in got.items() if k != "harness_ratio"} | {"pgbench_backlog": jobs}
+        step(f"pgbench {jobs:,} jobs: {got.get('pgbench_jobs_s') or 0:,.0f}/s")
     return {"steps": warm + rows, "results": [result]}
 
 
@@ -773,8 +801,9 @@ def cells(p: Params) -> list[Cell]:
         for s, c in (order if rnd % 2 == 0 else order[::-1]):
             steps = p.max_steps + 4 if rnd == 0 else 2
             after = () if rnd == 0 else (order.index((s, c)),)
+            limit = (pgbench.__file__,) if with_limit(p, s) else ()
             out.append(Cell({"system": s, "consumers": c, "round": rnd, **plan_cell(p, s, c, reference)},
-                            (__file__, *queues.code_files(s)), steps=steps, after=after))
+                            (__file__, *limit, *queues.code_files(s)), steps=steps + bool(limit), after=after))
     return out
 
 

@@ -74,7 +74,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     params = manifests[0]["params"] if manifests else {}
     profile = manifests[0]["profile"] if manifests else "standard"
     return {
-        "limit": analysis.limit_beside(b, other(params.get("drain_profile") or profile, "drain").get("samples")),
+        "limit": analysis.limit_beside(b, results, other(params.get("drain_profile") or profile, "drain").get("samples")),
         "figures": [figure(name, make(steps, b)) for name, make in charts.CHARTS.items()] if b.height else [],
         "table": analysis.table(b).markdown() if b.height else "",
         "costs": analysis.costs(steps, b).markdown() if b.height else "",

@@ -48,6 +48,18 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
         assert result["pgbench_jobs_s"] is None and result["pgbench_error"] is None
 
 
+
+async def test_a_later_round_that_repeats_the_search_searches_anew_at_each_fetch_size():
+    """The full profile: each round its own search and bracket, each system at its best batch and its
+    own default fetch size (here 10 with no drain data, and 1: one job per dequeue)."""
+    run = await capacity.run(capacity.Params(systems=["skip_locked"], consumers=[2], rounds=2, repeat="search",
+                                             fetch=["best", "default"], pgbench_s=0, **TINY), progress=False)
+    searched = run.steps.filter(pl.col("purpose") == "search").group_by("round", "batch").len()
+    assert sorted(searched.select("round", "batch").rows()) == [(0, 1), (0, 10), (1, 1), (1, 10)]
+    results = run.results.sort("round", "batch")
+    assert results.height == 4 and results["passed"].min() >= 150 and results["error"].null_count() == 4
+    assert run.steps["lost"].sum() == 0 and run.steps["duplicates"].sum() == 0
+
 RUN = """
 import asyncio, json, sys
 from benchlib.studies import capacity

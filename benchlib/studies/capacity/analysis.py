@@ -19,6 +19,13 @@ KEYS = ["backend", "system", "consumers", "batch"]
 WARMUP = "warmup"  # the purpose of the run's discarded first step (measure.measure, attempt)
 
 
+def of(frame: pl.DataFrame, r: dict) -> pl.DataFrame:
+    """The rows of `frame` (steps or results) that belong to result row `r`: its backend, system,
+    consumers and batch (null for a library without a fetch setting, or at its own default; the
+    full profile runs a system at two batches, so a system alone names no cell)."""
+    return frame.filter(pl.all_horizontal(pl.col(k).eq_missing(r[k]) for k in KEYS))
+
+
 def judged(steps: pl.DataFrame | None) -> pl.DataFrame | None:
     """The steps a finding may rest on: all but the run's discarded warm-up step (its rows stay in
     the data, in the every-step table and in the lost / duplicates accounting)."""
@@ -56,12 +63,14 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     if not ok.height:
         return pl.DataFrame()
     first = ok.filter(pl.col("round") == 0)
-    rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"))
+    rounds = ok.group_by(KEYS).agg(pl.col("confirmed").is_not_null().sum().alias("rounds"),
+                                   pl.col("passed").min().alias("passed_lo"), pl.col("passed").max().alias("passed_hi"))
     out = first.join(rounds, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("settings").map_elements(ceiling, return_dtype=pl.Float64).alias("ceiling"))
     steps = judged(steps)
     if steps is not None and steps.height:
-        out = pl.DataFrame([r | _confirmation(steps, r) for r in out.iter_rows(named=True)],
+        out = pl.DataFrame([r | _confirmation(steps, r, dict(zip(*of(ok, r).select("round", "passed"))))
+                            for r in out.iter_rows(named=True)],
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
                                                           "over_tried": pl.Int64,
                                                           "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
@@ -82,11 +91,11 @@ def inside(top: float) -> pl.Expr:
     return pl.col("rate") <= top
 
 
-def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
+def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | None = None) -> dict[str, Any]:
     """The per-round confirmation counts, the latency objectives and the stalls of one result
-    row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict)."""
-    mine = steps.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
-                        & (pl.col("consumers") == r["consumers"]) & pl.col("error").is_null()).sort("round", "step")
+    row, from its steps (a step repeated because it was inconclusive counts by its repeat's verdict).
+    `tops`: each round's lower end (a round that searched anew has its own; else round 0's)."""
+    mine = of(steps, r).filter(pl.col("error").is_null()).sort("round", "step")
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "over_tried": None, "p99_100ms": None,
                              "p99_1s": None,
                              "steered_from": _steered_from(mine)}
@@ -105,16 +114,17 @@ def _confirmation(steps: pl.DataFrame, r: dict) -> dict[str, Any]:
                                          & pl.col("client_cpu_us_per_job").is_null()
                                          & (pl.col("enqueued").fill_null(0) > 0)).height
     held = over = tried = confirmed_rounds = 0
-    for _, part in mine.filter(pl.col("purpose").is_in(["confirm_long", "confirm_over", "repeat"])).group_by(
+    for (rnd,), part in mine.filter(pl.col("purpose").is_in(["confirm_long", "confirm_over", "repeat"])).group_by(
             "round", maintain_order=True):
-        if not part.filter(pl.col("purpose") == "confirm_long").height or top is None:
+        at = (tops or {}).get(rnd, top)
+        if not part.filter(pl.col("purpose") == "confirm_long").height or at is None:
             continue
         confirmed_rounds += 1
         # per rate, the last verdict (a repeat's replaces the first); round 0 can hold two long
         # steps (the search's lower end, then 1 / 1.1 of it): the one at the bracket's lower end counts
         last = {rate: v for rate, v in zip(part["rate"], part["verdict"])}
         over_rate = part.filter(pl.col("purpose") == "confirm_over")["rate"]
-        held += any(v == "pass" for rate, v in last.items() if math.isclose(rate, top))
+        held += any(v == "pass" for rate, v in last.items() if math.isclose(rate, at))
         if over_rate.len():
             tried += 1
             over += last.get(over_rate[0]) == "pass"
@@ -193,12 +203,22 @@ def _pickup(ms: float | None) -> str:
     return "< 0.1" if ms is not None and ms < 0.05 else fmt(ms, 1)
 
 
+def _round_spread(r: dict) -> str:
+    lo, hi = r.get("passed_lo"), r.get("passed_hi")
+    return "–" if lo is None else fmt(lo) if math.isclose(lo, hi) else f"{fmt(lo)} – {fmt(hi)}"
+
+
 def table(b: pl.DataFrame) -> Table:
+    """One row per bracket; where rounds searched anew (the full profile) and their lower ends
+    differ, a column gives their range beside round 0's bracket."""
     rows = []
+    searched = "passed_lo" in b.columns and any(
+        lo is not None and not math.isclose(lo, hi) for lo, hi in zip(b["passed_lo"], b["passed_hi"]))
     for r in b.iter_rows(named=True):
         rows.append({
             "backend": r["backend"], "system": r["system"], "consumers": fmt(r["consumers"]),
             "batch": fmt(r["batch"]), "kept up with, jobs/s [pass – fail]": bracket_text(r),
+            **({"lower end, each round": _round_spread(r)} if searched else {}),
             "long hold passed": _count(r, "held_rounds"),
             "1.1× passed too": _count(r, "over_rounds", "over_tried"),
             "p99 ≤ 100 ms": fmt(r["p99_100ms"]), "p99 ≤ 1 s": fmt(r["p99_1s"]),
@@ -217,9 +237,8 @@ def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
     for r in b.iter_rows(named=True):
         if r["passed"] is None:
             continue
-        at = steps.filter((pl.col("system") == r["system"]) & (pl.col("backend") == r["backend"])
-                          & (pl.col("consumers") == r["consumers"]) & (pl.col("verdict") == "pass")
-                          & (pl.col("purpose") != "pickup") & inside(r["passed"])).sort("rate").tail(1)
+        at = of(steps, r).filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup")
+                                 & inside(r["passed"])).sort("rate").tail(1)
         if not at.height:
             continue
         s = at.row(0, named=True)
@@ -238,9 +257,8 @@ def wait_mix(steps: pl.DataFrame, b: pl.DataFrame, top: int = 4) -> Table:
     for r in b.iter_rows(named=True):
         if r["passed"] is None:
             continue
-        mine = steps.filter((pl.col("system") == r["system"]) & (pl.col("backend") == r["backend"])
-                            & (pl.col("consumers") == r["consumers"]) & (pl.col("purpose") != "pickup")
-                            & pl.col("wait_events").is_not_null() & (pl.col("wait_events") != "{}"))
+        mine = of(steps, r).filter((pl.col("purpose") != "pickup") & pl.col("wait_events").is_not_null()
+                                   & (pl.col("wait_events") != "{}"))
         if not mine.height:
             continue
         picked: dict[float, tuple[list[str], dict]] = {}  # one row per step: two loads near one step share it
@@ -345,8 +363,7 @@ def limit_beside(b: pl.DataFrame, results: pl.DataFrame | None, drain: pl.DataFr
     for r in b.filter(pl.col("passed").is_not_null()).iter_rows(named=True):
         if not own.height:
             break
-        limit = own.filter((pl.col("backend") == r["backend"]) & (pl.col("system") == r["system"])
-                           & (pl.col("consumers") == r["consumers"]) & (pl.col("batch") == r["batch"]))
+        limit = of(own, r)
         if not limit.height:
             continue
         jobs_s, backlog = limit["pgbench_jobs_s"], limit["pgbench_backlog"]

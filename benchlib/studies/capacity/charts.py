@@ -17,6 +17,14 @@ WIDTH = 520
 LATENCY_W, LATENCY_H = 400, 260
 
 
+def _batch_named(head: pl.Expr) -> pl.Expr:
+    """`head`, and the batch where a system runs at more than one on a backend at these consumers
+    (the full profile's best and default fetch sizes): each cell its own bar or line."""
+    several = pl.col("batch").n_unique().over("backend", "system", "consumers") > 1
+    batch = pl.col("batch").cast(pl.String).fill_null("default")
+    return pl.when(several).then(head + ", batch " + batch).otherwise(head)
+
+
 def _bracket(r: dict) -> str:
     """The bracket in words as the tables write it, with its long-hold count and ceiling."""
     return analysis.bracket_text(r, " jobs/s") + analysis.hold_note(
@@ -33,7 +41,7 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
     if not data.height:
         return placeholder("no system passed a step: no bracket to draw")
     data = data.with_columns(
-        (pl.col("system") + " (C=" + pl.col("consumers").cast(pl.String) + ")").alias("label"),
+        (_batch_named(pl.col("system") + " (C=" + pl.col("consumers").cast(pl.String)) + ")").alias("label"),
         pl.max_horizontal("passed", "failed").alias("end"),
         pl.struct(pl.all()).map_elements(_bracket, return_dtype=pl.String).alias("bracket"))
     colour = alt.Color("system:N", scale=palette.system_scale(list(set(data["system"]))), legend=None)
@@ -66,7 +74,7 @@ def latency_chart(steps: pl.DataFrame) -> alt.TopLevelMixin:
         pl.when(pl.col("verdict") == "pass").then(pl.lit("kept up")).otherwise(pl.lit("fell behind"))
         .alias("outcome"), pl.col("backend").replace_strict(
             {b: backend_name(b) for b in steps["backend"].unique().to_list()}, default=pl.col("backend"))
-        .alias("server"))
+        .alias("server"), _batch_named(pl.col("system")).alias("series"))
     if not data.height:
         return placeholder("no end-to-end latency to draw")
     scale = palette.system_scale(list(set(data["system"])))
@@ -74,7 +82,8 @@ def latency_chart(steps: pl.DataFrame) -> alt.TopLevelMixin:
     x = alt.X("rate:Q", title="offered jobs/s (log scale)", scale=alt.Scale(type="log"))
     y_title = "end-to-end p99 (ms, log scale)"
     line = alt.Chart().mark_line().encode(
-        x=x, y=alt.Y("median(e2e_p99_ms):Q", title=y_title, scale=alt.Scale(type="log")), color=colour)
+        x=x, y=alt.Y("median(e2e_p99_ms):Q", title=y_title, scale=alt.Scale(type="log")), color=colour,
+        detail="series:N")
     tooltip = ["system", "backend", alt.Tooltip("rate:Q", title="offered jobs/s", format=",.0f"), "verdict",
                alt.Tooltip("e2e_p99_ms:Q", title="end-to-end p99 (ms)", format=",.1f")]
     step = alt.Chart().encode(x=x, y=alt.Y("e2e_p99_ms:Q", title=y_title, scale=alt.Scale(type="log")),

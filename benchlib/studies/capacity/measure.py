@@ -37,7 +37,11 @@ tried where the long hold failed: the confirmation has failed already). Where th
 long hold fails, one more long step at 1 / 1.1 of it: if that passes, the bracket is the
 pair of long steps (a 15 s pass is not a rate kept up with for longer). Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
-round's bracket, so the spread between rounds is shown. A pickup step at a low rate
+round's bracket (`repeat="confirmation"`, the standard profile: the hour's budget), or the
+whole search (`repeat="search"`, the full profile: each round its own bracket), so the
+spread between rounds is shown. Each system runs at the drain study's best batch for those
+consumers (`fetch="best"`) and, where asked, at its own default fetch size (`"default"`:
+the library's, one job per dequeue for a pull design). A pickup step at a low rate
 shows what an idle queue's wake-up costs (a polling interval, LISTEN/NOTIFY). After each
 round's confirmation, a design whose SQL is public (ours, pgmq) also runs under pgbench
 (benchlib/pgbench.py) on the same server, same consumers and batch: the server's limit for
@@ -76,6 +80,8 @@ from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import Ledger, Reconciled
 
 STUDY = "capacity"
+FETCH = ("best", "default")  # Params.fetch: the drain study's best batch, the system's own default fetch size
+REPEAT = ("confirmation", "search")  # Params.repeat: what each round after the first repeats
 AXES = ("systems", "consumers")
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
 PASS_ACHIEVED = 0.99
@@ -94,7 +100,8 @@ class Params:
     backend: str = "postgres"
     systems: tuple[str, ...] = ("skip_locked",)
     consumers: tuple[int, ...] = (4,)
-    batch: int | None = None  # None: the system's best batch in the drain study, else its default fetch size
+    batch: int | None = None  # given: every system at this batch; None: one cell per `fetch`
+    fetch: tuple[str, ...] = ("best",)  # best: the drain study's best batch (else DEFAULT_BATCH); default: its own
     producers: int = 2
     start_rate: float = 200.0  # where no drain result says better (jobs/s)
     drain_profile: str | None = "standard"  # whose published drain data give each search's start
@@ -106,6 +113,7 @@ class Params:
     max_steps: int = 14
     max_rate: float = 100_000.0
     rounds: int = 1
+    repeat: str = "confirmation"  # what a later round repeats: the confirmation, or the whole search
     pickup_rate: float = 10.0  # jobs/s of the low-rate step (0: none)
     pickup_s: float = 5.0
     naptime_s: float = 5.0  # PostgreSQL: how often a step applies autovacuum's ANALYZE rule (_keep_statistics)
@@ -130,6 +138,8 @@ class Params:
             "max_steps": check.positive_int("max_steps", self.max_steps),
             "max_rate": check.positive_float("max_rate", self.max_rate),
             "rounds": check.positive_int("rounds", self.rounds),
+            "fetch": check.names("fetch", self.fetch, FETCH),
+            "repeat": check.one_of("repeat", self.repeat, REPEAT),
             "pickup_rate": float(self.pickup_rate) if self.pickup_rate == 0 else
             check.positive_float("pickup_rate", self.pickup_rate),
             "pickup_s": check.positive_float("pickup_s", self.pickup_s),
@@ -594,7 +604,8 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
 
 # --- one cell: a search, or a later round's confirmation --------------------------------------
 
-DEFAULT_BATCH = 10
+DEFAULT_BATCH = 10  # "best" where the drain study has no result for the cell
+PULL_DEFAULT_BATCH = 1  # a pull design's own default: one job per dequeue (pgmq's read, ours, pgqrs's dequeue)
 
 
 def drain_reference(p: Params) -> dict[tuple[str, int], tuple[int, float]]:
@@ -619,16 +630,22 @@ def drain_reference(p: Params) -> dict[tuple[str, int], tuple[int, float]]:
     return out
 
 
-def plan_cell(p: Params, system: str, consumers: int, reference: dict) -> dict[str, Any]:
-    """The batch a cell runs at (the profile's, else the drain study's best for these consumers,
-    else DEFAULT_BATCH; none for a library without a fetch setting) and where its search starts
-    (a quarter of the drain study's rate, else start_rate)."""
+def plan_cell(p: Params, system: str, consumers: int, reference: dict, fetch: str = "best") -> dict[str, Any]:
+    """The batch a cell runs at and where its search starts (a quarter of the drain study's rate,
+    else start_rate). The batch: the profile's; else for `fetch="best"` the drain study's best for
+    these consumers (else DEFAULT_BATCH), for `"default"` the system's own (a worker library's:
+    None, which its driver and adapters read as the library's default; a pull design's: one job
+    per dequeue); none for a library without a fetch setting."""
     cls = queues.QUEUES[system]
     best = reference.get((system, consumers))
     if cls.kind == "worker" and not cls.batch_setting:
         batch = None
+    elif p.batch is not None:
+        batch = p.batch
+    elif fetch == "default":
+        batch = None if cls.kind == "worker" else PULL_DEFAULT_BATCH
     else:
-        batch = p.batch if p.batch is not None else (best[0] if best else DEFAULT_BATCH)
+        batch = best[0] if best else DEFAULT_BATCH
     start = min(p.max_rate, max(1.0, round(best[1] / 4))) if best else p.start_rate
     return {"batch": batch, "start_rate": start, "start_from": "drain study" if best else "start_rate"}
 
@@ -694,8 +711,9 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
                 return row["verdict"]
         return "fail"  # inconclusive twice: not shown to keep up
 
-    key = (name, consumers)
-    if rnd == 0:
+    key = (name, consumers, batch)
+    searching = rnd == 0 or p.repeat == "search"
+    if searching:
         search = Search(cell.parts["start_rate"], p.precision, p.max_rate)
         while (rate := search.next_rate()) is not None and len(rows) < p.max_steps:
             outcome = await attempt(StepPlan(rate, p.window_s, "search"))
@@ -716,7 +734,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     if search.passed and search.bound == "bracket":
         long_s = p.window_s * p.confirm_factor
         long_ok = await attempt(StepPlan(search.passed, long_s, "confirm_long")) == "pass"
-        if rnd == 0 and not long_ok:
+        if searching and not long_ok:
             # the search's lower end did not hold the longer window: one step down (1 / 1.1) at
             # it. A pass there makes the bracket [that rate, the rate that failed to hold], the
             # rate kept up with for the longer window; a fail leaves the search's bracket, marked.
@@ -756,7 +774,7 @@ def reused(p: Params, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) 
     results = tables.get("results")
     if cell.parts["round"] == 0 and results is not None and results.height:
         r = results.row(0, named=True)
-        state.setdefault("brackets", {})[(cell.parts["system"], cell.parts["consumers"])] = (
+        state.setdefault("brackets", {})[(cell.parts["system"], cell.parts["consumers"], cell.parts["batch"])] = (
             r["passed"], r["failed"], r["bound"])
 
 
@@ -792,17 +810,26 @@ def max_jobs(p: Params) -> int:
 
 
 def cells(p: Params) -> list[Cell]:
-    """Round 0 (the searches) in the profile's order, each later round reversed from the one
-    before, so no system always runs first or last; a later round's cell depends on round 0's."""
+    """Round 0 (the searches) in the profile's order, one cell per system, consumers and batch (a
+    `fetch` that comes to a batch already planned adds none), each later round reversed from the
+    one before, so no system always runs first or last; a later round that repeats the
+    confirmation depends on round 0's cell (its bracket)."""
     out: list[Cell] = []
-    order = [(s, c) for s in p.systems for c in p.consumers]
     reference = drain_reference(p)
+    plans: dict[tuple, dict[str, Any]] = {}
+    for s in p.systems:
+        for c in p.consumers:
+            for f in p.fetch:
+                plan = plan_cell(p, s, c, reference, f)
+                plans.setdefault((s, c, plan["batch"]), plan)
+    order = list(plans)
     for rnd in range(p.rounds):
-        for s, c in (order if rnd % 2 == 0 else order[::-1]):
-            steps = p.max_steps + 4 if rnd == 0 else 2
-            after = () if rnd == 0 else (order.index((s, c)),)
+        searching = rnd == 0 or p.repeat == "search"
+        for s, c, b in (order if rnd % 2 == 0 else order[::-1]):
+            steps = p.max_steps + 4 if searching else 2
+            after = () if searching else (order.index((s, c, b)),)
             limit = (pgbench.__file__,) if with_limit(p, s) else ()
-            out.append(Cell({"system": s, "consumers": c, "round": rnd, **plan_cell(p, s, c, reference)},
+            out.append(Cell({"system": s, "consumers": c, "round": rnd, **plans[(s, c, b)]},
                             (__file__, *limit, *queues.code_files(s)), steps=steps + bool(limit), after=after))
     return out
 

@@ -89,3 +89,20 @@ def test_two_batches_of_one_system_are_two_cells_in_every_count():
     assert (by_batch[10]["held_rounds"], by_batch[None]["held_rounds"]) == (1, 0)
     costs = {c["system"] + str(i): c["client CPU µs/job"] for i, c in enumerate(analysis.costs(frame(steps, STEPS), b).rows)}
     assert sorted(costs.values()) == ["5", "50"]
+
+
+def test_a_run_s_minutes_are_split_into_its_windows_by_purpose_its_warm_ups_and_the_rest():
+    """The budget was argued from estimates; the report now says where each fully measured run's
+    time went, from its steps (a run that reused cells took less than its data and is left out)."""
+    from benchlib.studies.capacity import report
+
+    steps = [_step(10, 0, n, purpose, 100, "pass") | {"window_s": w, "warmup_s": 3.0}
+             for n, (purpose, w) in enumerate([("search", 15.0), ("search", 15.0), ("confirm_long", 45.0),
+                                               ("confirm_over", 15.0), ("pickup", 5.0)])]
+    manifests = [{"stem": "postgres", "cells_reused": 0, "started_at": "2026-11-27T00:00:00+00:00",
+                  "finished_at": "2026-11-27T00:02:00+00:00"},
+                 {"stem": "sqlite", "cells_reused": 1, "started_at": "2026-11-27T00:00:00+00:00",
+                  "finished_at": "2026-11-27T00:00:30+00:00"}]
+    (line,) = analysis.time_spent(frame(steps, STEPS), report._minutes(manifests))
+    assert line == ("PostgreSQL: 2.0 min: windows 1.6 (long holds 0.8, searches 0.5, 1.1× steps 0.2, pickup 0.1), "
+                    "warm-ups 0.2, the rest 0.2 (installs, fresh state, drains, pgbench)")

@@ -399,6 +399,30 @@ def _drain_limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | No
             "producer beside it.")
 
 
+SPENT_ON = {"search": "searches", "confirm_long": "long holds", "confirm_over": "1.1× steps", "repeat": "repeats",
+            "pickup": "pickup", WARMUP: "the discarded first step"}
+
+
+def time_spent(steps: pl.DataFrame, minutes: dict[str, float]) -> list[str]:
+    """Per run (one backend: `minutes` from its manifest), where its time went: the measured
+    windows by what they were for, the warm-ups, and the rest (installing each system, fresh state,
+    drains, pgbench). The standard profile's budget is argued from these, not from estimates."""
+    lines = []
+    for backend, total in minutes.items():
+        mine = steps.filter(pl.col("backend") == backend)
+        if not mine.height or not total:
+            continue
+        per = mine.group_by("purpose").agg((pl.col("window_s").sum() / 60).alias("m"))
+        by = dict(zip(per["purpose"], per["m"]))
+        windows, warmups = sum(by.values()), float(mine["warmup_s"].fill_null(0).sum()) / 60
+        parts = ", ".join(f"{SPENT_ON.get(k, k)} {v:.1f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])
+                          if v >= 0.05)
+        lines.append(f"{BACKENDS.get(backend, backend)}: {total:.1f} min: windows {windows:.1f} ({parts}), warm-ups "
+                     f"{warmups:.1f}, the rest {max(0.0, total - windows - warmups):.1f} (installs, fresh state, "
+                     "drains, pgbench)")
+    return lines
+
+
 def steps_table(steps: pl.DataFrame) -> Table:
     """Every step: rate, verdict and why, the backlog's slope interval, latency and cost."""
     rows = []

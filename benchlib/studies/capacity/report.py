@@ -90,4 +90,20 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
         "precision": params.get("precision"), "naptime_s": params.get("naptime_s"),
         "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
+        "repeat": params.get("repeat", "confirmation"),
+        "time": analysis.time_spent(steps, _minutes(manifests)),
     }
+
+
+def _minutes(manifests: list[dict]) -> dict[str, float]:
+    """Each run's minutes, by its stem (the backend), for the runs that measured every cell (a run
+    that reused some took less than its data did)."""
+    import datetime as dt
+
+    out = {}
+    for m in manifests:
+        if m.get("cells_reused") or not m.get("finished_at"):
+            continue
+        start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
+        out[m["stem"]] = (end - start).total_seconds() / 60
+    return out

@@ -17,7 +17,7 @@ import jinja2
 
 from benchlib import charts, features, frontpage, outputs, sweeps
 from benchlib.errors import BenchError
-from benchlib.results import load_profile, write_text
+from benchlib.results import load_profile, run_minutes, write_text
 from benchlib.queues import QUEUES
 from benchlib.studies import STUDIES
 from benchlib.tables import Table, fmt, plural
@@ -114,12 +114,12 @@ def runs_table(manifests: list[dict], hosts: list[dict] | None = None) -> Table:
     label = {id(r): h["label"] for h in hosts for r in h["runs"]}
     rows = []
     for m in manifests:
-        start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
+        start = dt.datetime.fromisoformat(m["started_at"])
         company = m.get("company") or {}
         server = m["server"]["version"]
         rows.append({
             "study": m["study"], "run": m["stem"], "server": server.split(" on ")[0].split(",")[0],
-            "started (UTC)": start.strftime("%Y-%m-%d %H:%M"), "minutes": f"{(end - start).total_seconds() / 60:.1f}",
+            "started (UTC)": start.strftime("%Y-%m-%d %H:%M"), "minutes": fmt(run_minutes(m), 1),
             "cells reused": f"{m.get('cells_reused', 0)} of {len(m.get('cells') or [])}",
             "others / steal CPU": f"{100 * (company.get('others_share') or 0):.0f} % / "
                                   f"{100 * (company.get('steal_share') or 0):.0f} %",

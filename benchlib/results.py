@@ -57,6 +57,14 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def run_minutes(manifest: Mapping[str, Any]) -> float | None:
+    """How long a run took, from its manifest (started_at to finished_at), in minutes."""
+    if not manifest.get("started_at") or not manifest.get("finished_at"):
+        return None
+    start, end = (dt.datetime.fromisoformat(manifest[k]) for k in ("started_at", "finished_at"))
+    return (end - start).total_seconds() / 60
+
+
 def new_run_id() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
 

@@ -8,6 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from benchlib.results import run_minutes
 from benchlib.studies.capacity import analysis, charts, measure
 from benchlib.studies.drain.report import row_name
 
@@ -98,12 +99,5 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
 def _minutes(manifests: list[dict]) -> dict[str, float]:
     """Each run's minutes, by its stem (the backend), for the runs that measured every cell (a run
     that reused some took less than its data did)."""
-    import datetime as dt
-
-    out = {}
-    for m in manifests:
-        if m.get("cells_reused") or not m.get("finished_at"):
-            continue
-        start, end = (dt.datetime.fromisoformat(m[k]) for k in ("started_at", "finished_at"))
-        out[m["stem"]] = (end - start).total_seconds() / 60
-    return out
+    return {m["stem"]: minutes for m in manifests
+            if not m.get("cells_reused") and (minutes := run_minutes(m)) is not None}

@@ -360,9 +360,7 @@ def limit_beside(b: pl.DataFrame, results: pl.DataFrame | None, drain: pl.DataFr
     own = pl.DataFrame() if results is None or "pgbench_jobs_s" not in results.columns else results.filter(
         pl.col("pgbench_jobs_s").is_not_null() & pl.col("error").is_null())
     said = []
-    for r in b.filter(pl.col("passed").is_not_null()).iter_rows(named=True):
-        if not own.height:
-            break
+    for r in (b.filter(pl.col("passed").is_not_null()) if own.height else b.clear()).iter_rows(named=True):
         limit = of(own, r)
         if not limit.height:
             continue

@@ -57,8 +57,10 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
 
     With the steps, each round's confirmation is split in two counts: `held_rounds` (the
     bracket's lower end held `confirm_factor` times longer) and `over_rounds` (1.1 x it passed
-    too: the edge is not sharp at this precision) of `over_tried` (the rounds that offered 1.1 x:
-    since 2026-11-26 only those whose long hold passed)."""
+    too: the edge is not sharp at this precision) of `over_tried` (the rounds that ran a 1.1 x
+    step: since 2026-11-26 only those whose long hold passed, and since 2026-11-27 not those that
+    had seen 1.1 x fail already, a search's own last fail or a failed long hold above a lowered
+    bracket: measure._fails_above)."""
     ok = results.filter(pl.col("error").is_null())
     if not ok.height:
         return pl.DataFrame()
@@ -193,7 +195,8 @@ def never_held(rows: list[dict]) -> list[str]:
 
 def _count(r: dict, key: str, of: str = "rounds") -> str:
     """'2 of 3' rounds, or a dash where no confirmation ran (no bracket, or results without steps)
-    or, for 1.1 x, no round offered it (every long hold failed)."""
+    or, for 1.1 x, no round ran that step (every long hold failed, or each round had seen 1.1 x fail
+    already)."""
     return f"{r[key]} of {r[of]}" if r.get(key) is not None and r.get(of) else "–"
 
 
@@ -309,6 +312,11 @@ def sentences(b: pl.DataFrame) -> list[str]:
         out.append(f"**Search steered low**: {', '.join(steered)}; a later step passed at that rate or above, so "
                    "the first failure was not the system's limit, yet the search never returns above a fail: "
                    "the bracket may sit below what the system keeps up with (METHOD.md, capacity).")
+    lowered = [f"{name(r)} (from {fmt(r['lowered_from'])})" for r in rows if r.get("lowered_from")]
+    if lowered:
+        out.append(f"**Lowered one step** after the search's lower end failed the first round's long hold: "
+                   f"{', '.join(lowered)} jobs/s. Their bracket's upper end is that rate, failed over the longer "
+                   "window; the later rounds' long holds tested the lower end.")
     fuzzy = [name(r) for r in assessed if r["over_rounds"]]
     if fuzzy:
         out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "

@@ -33,9 +33,11 @@ The **search** starts at a quarter of the drain study's rate for the same system
 consumers and batch (its published data; else `start_rate`), doubles until a step
 fails, bisects (geometric mean) until fail / pass <= 1 + precision, then confirms: the
 last pass held `confirm_factor` times longer must pass and then 1.1 x it must fail (not
-tried where the long hold failed: the confirmation has failed already). Where the
-long hold fails, one more long step at 1 / 1.1 of it: if that passes, the bracket is the
-pair of long steps (a 15 s pass is not a rate kept up with for longer). Each
+tried where the long hold failed: the confirmation has failed already; nor where the round
+has seen it fail: the search's own fail within 10 % above, or a long hold's above a lowered
+bracket). Where the long hold fails, the bracket goes one step down, [1 / 1.1 of it, it]: a
+15 s pass is not a rate kept up with for longer; the later rounds' long holds test the
+new lower end (with no later round to confirm it, one more long step here does). Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
 round's bracket (`repeat="confirmation"`, the standard profile: the hour's budget), or the
 whole search (`repeat="search"`, the full profile: each round its own bracket), so the
@@ -222,7 +224,10 @@ RESULTS: Schema = {
     "start_from": (pl.String, "drain study | start_rate"),
     "passed": (pl.Float64, "the bracket's lower end: the highest rate that passed (null: none did)"),
     "failed": (pl.Float64, "its upper end: the lowest rate that failed (null: none did up to max_rate)"),
-    "confirmed": (pl.Boolean, "the long pass passed and 1.1 x failed"),
+    "confirmed": (pl.Boolean, "the long pass passed and 1.1 x failed (the search's own fail within 10 % above, "
+                              "the long hold that failed above a lowered bracket, or a 1.1 x step)"),
+    "lowered_from": (pl.Float64, "the search's lower end where its long hold failed in this round: the bracket "
+                                 "handed to the later rounds is one step below it, [it / 1.1, it] (null: not lowered)"),
     "bound": (pl.String, "what ended the search: bracket | producer-bound | max_rate | max_steps | nothing passed"),
     "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency"),
     "steps": (pl.Int64, "steps run"),
@@ -664,6 +669,18 @@ def _settings_of(system: Any, consumers: int, batch: int | None) -> dict:
     return dict(system.settings(consumers, batch))
 
 
+def _fails_above(search: Search, searching: bool, held_above: float | None) -> bool:
+    """Whether this round already saw 1.1 x the bracket's lower end fail, so a 1.1 x step would
+    measure nothing new: a round that searched failed within 10 % above its last pass (the
+    bisection's own stopping rule; a wider precision leaves the step to run), and above a
+    lowered bracket lies the rate whose long hold failed, a longer window than a 1.1 x step's
+    (which passed that rate in the search's 15 s). A round that only confirms round 0's
+    search-made bracket runs the step: that is the repeat the rounds are for."""
+    if held_above is not None:
+        return True
+    return searching and search.failed is not None and search.failed <= search.passed * OVER * (1 + 1e-9)
+
+
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
     name, consumers, rnd = cell.parts["system"], cell.parts["consumers"], cell.parts["round"]
     system = queues.get(name, p.backend)
@@ -713,6 +730,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
     key = (name, consumers, batch)
     searching = rnd == 0 or p.repeat == "search"
+    lowered_from = None  # this round's search's lower end, where its long hold failed (round 0)
+    held_above = None  # a rate above the bracket whose long hold failed: round 0's lowered_from
     if searching:
         search = Search(cell.parts["start_rate"], p.precision, p.max_rate)
         while (rate := search.next_rate()) is not None and len(rows) < p.max_steps:
@@ -728,37 +747,42 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         if search.bound is None:
             search.bound = "max_steps"
     else:
-        passed, failed, bound = state.get("brackets", {}).get(key, (None, None, "nothing passed"))
+        passed, failed, bound, held_above = state.get("brackets", {}).get(key, (None, None, "nothing passed", None))
         search = Search(0.0, p.precision, p.max_rate, passed, failed, bound)
     confirmed = None
     if search.passed and search.bound == "bracket":
         long_s = p.window_s * p.confirm_factor
         long_ok = await attempt(StepPlan(search.passed, long_s, "confirm_long")) == "pass"
         if searching and not long_ok:
-            # the search's lower end did not hold the longer window: one step down (1 / 1.1) at
-            # it. A pass there makes the bracket [that rate, the rate that failed to hold], the
-            # rate kept up with for the longer window; a fail leaves the search's bracket, marked.
-            # One step only: the study must stay inside its hour.
+            # the search's lower end did not hold the longer window: the bracket goes one step
+            # down, [it / 1.1, it], the upper end a rate that failed the longer window. Where later
+            # rounds confirm at this bracket, their long holds test the lower end (round 0 runs no
+            # more steps: 8 such holds of 45 s were 6 of the standard profile's 68 minutes on
+            # 2026-11-27); where none will (one round, or each round its own search), it is held
+            # here once, and if it fails too the search's bracket stands, marked.
             lower = search.passed / OVER
-            if await attempt(StepPlan(lower, long_s, "confirm_long")) == "pass":
+            if p.rounds > 1 and p.repeat == "confirmation":
+                lowered_from, search.passed, search.failed = search.passed, lower, search.passed
+            elif await attempt(StepPlan(lower, long_s, "confirm_long")) == "pass":
                 search.passed, search.failed, long_ok = lower, search.passed, True
         over = None
-        if long_ok:
+        if long_ok and not _fails_above(search, searching, held_above):
             # Only where the long hold passed: after a failed one the round's confirmation has
             # failed whatever 1.1 x does (about 5 of the standard profile's 68 minutes went to
-            # such steps on 2026-11-26).
+            # such steps on 2026-11-26); and only where this round has not seen 1.1 x fail
+            # already (_fails_above: about 3 more of 2026-11-27's 68 minutes).
             over = await attempt(StepPlan(search.passed * OVER, p.window_s, "confirm_over"))
         # 1.1 x passing too leaves the search's bracket as it was, unconfirmed: the edge is not
         # sharp there (a [1.1x, 1.1x] "bracket" would claim a precision no step showed)
         confirmed = long_ok and over != "pass"
     if rnd == 0:
-        state.setdefault("brackets", {})[key] = (search.passed, search.failed, search.bound)
+        state.setdefault("brackets", {})[key] = (search.passed, search.failed, search.bound, lowered_from)
     pickup = None
     if rnd == 0 and p.pickup_rate:
         await attempt(StepPlan(p.pickup_rate, p.pickup_s, "pickup"))
         pickup = rows[-1].get("pickup_p50_ms")
     result = {**base, "passed": search.passed,
-              "failed": search.failed, "confirmed": confirmed, "bound": search.bound,
+              "failed": search.failed, "confirmed": confirmed, "bound": search.bound, "lowered_from": lowered_from,
               "pickup_p50_ms": pickup,
               "steps": len(rows), "settings": json.dumps(_settings_of(system, consumers, batch), sort_keys=True)}
     if with_limit(p, name) and search.passed:
@@ -775,7 +799,7 @@ def reused(p: Params, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) 
     if cell.parts["round"] == 0 and results is not None and results.height:
         r = results.row(0, named=True)
         state.setdefault("brackets", {})[(cell.parts["system"], cell.parts["consumers"], cell.parts["batch"])] = (
-            r["passed"], r["failed"], r["bound"])
+            r["passed"], r["failed"], r["bound"], r.get("lowered_from"))
 
 
 # --- what the runner needs (runner.Study) ---------------------------------------------

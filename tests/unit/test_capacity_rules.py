@@ -610,3 +610,37 @@ def test_the_server_s_limit_beside_a_capacity_is_the_same_run_s_pgbench_not_anot
     older = results.drop("pgbench_jobs_s", "pgbench_jobs", "pgbench_backlog")
     fallback = analysis.limit_beside(analysis.brackets(older), older, drain)
     assert "99,999 jobs/s" in fallback and "another server" in fallback
+
+
+def test_a_system_fail_above_the_producers_limit_is_the_bracket_s_upper_end():
+    """procrastinate on 2026-11-27: 1,400 and 990 jobs/s failed on their backlog with the producers
+    on schedule, 832 was producer-bound, 763 passed. The result row keeps the producers' 832 (the
+    search bisects below the lower of the two), and the report said '≥ 763', as if nothing were
+    known above: the steps hold a fail the system set, so capacity lies in 763 - 990. pgqueuer,
+    whose producers fell short with no fail above, keeps '≥'; the chart ticks only real fails."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis, charts
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    def step(system: str, rate: float, verdict_: str) -> dict:
+        return {**_step(0, "search", rate, verdict_), "system": system, "kind": "worker", "batch": None}
+
+    steps = [step("procrastinate", 700, "pass"), step("procrastinate", 1_400, "fail"),
+             step("procrastinate", 990, "fail"), step("procrastinate", 832, "producer-bound"),
+             step("procrastinate", 763, "pass"),
+             step("chancy", 766, "pass"), step("chancy", 1_532, "producer-bound"), step("chancy", 1_405, "pass")]
+    results = [{"backend": "postgres", "system": s, "kind": "worker", "consumers": 4, "batch": None, "round": 0,
+                "passed": p, "failed": f, "confirmed": None, "bound": "producer-bound", "settings": "{}"}
+               for s, p, f in (("procrastinate", 763.0, 832.0), ("chancy", 1_405.0, 1_532.0))]
+    b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
+    rows = {r["system"]: r for r in b.iter_rows(named=True)}
+    assert rows["procrastinate"]["failed_above"] == 990 and rows["chancy"]["failed_above"] is None
+    assert analysis.bracket_text(rows["procrastinate"]) == "763 – 990 (the producers fell short at 832, between them)"
+    assert analysis.bracket_text(rows["chancy"]) == "≥ 1,405 (the producers fell short at 1,532)"
+    lines = analysis.sentences(b)
+    assert any(x.startswith("For procrastinate a higher rate failed with the producers on schedule, so its capacity "
+                            "is below it") and x.endswith("for the others, how much more this run cannot say.")
+               for x in lines)
+    chart = charts.brackets_chart(b).to_dict()
+    ticks = [layer for panel in chart["vconcat"] for layer in panel["layer"] if layer["mark"]["type"] == "tick"]
+    assert ticks and all(t["transform"] == [{"filter": "isValid(datum.fail_tick)"}] for t in ticks)

@@ -76,12 +76,14 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
                                                           "over_tried": pl.Int64,
                                                           "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
-                                                          "p99_1s": pl.Float64, "steered_from": pl.Float64})
+                                                          "p99_1s": pl.Float64, "steered_from": pl.Float64,
+                                                          "failed_above": pl.Float64})
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("held_rounds"), pl.lit(None, pl.Int64).alias("over_rounds"),
                                pl.lit(None, pl.Int64).alias("over_tried"),
                                pl.lit(None, pl.Int64).alias("stalled_steps"), pl.lit(None, pl.Float64).alias("p99_100ms"),
-                               pl.lit(None, pl.Float64).alias("p99_1s"), pl.lit(None, pl.Float64).alias("steered_from"))
+                               pl.lit(None, pl.Float64).alias("p99_1s"), pl.lit(None, pl.Float64).alias("steered_from"),
+                               pl.lit(None, pl.Float64).alias("failed_above"))
     return out.with_columns(
         (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
@@ -100,7 +102,7 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
     mine = of(steps, r).filter(pl.col("error").is_null()).sort("round", "step")
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "over_tried": None, "p99_100ms": None,
                              "p99_1s": None,
-                             "steered_from": _steered_from(mine)}
+                             "steered_from": _steered_from(mine), "failed_above": _failed_above(mine, r)}
     # the latency objectives from the passing steps inside the bracket
     top = r["passed"]
     ok = mine.filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup"))
@@ -162,6 +164,18 @@ BOUNDS = {"max_rate": "no failure up to the highest rate tried", "max_steps": "t
           "nothing passed": "nothing passed", "bracket": "", "producer-bound": "the producers fell short"}
 
 
+def _failed_above(mine: pl.DataFrame, r: dict) -> float | None:
+    """Where the producers' limit ended the search: the lowest rate above it that the system
+    failed with the producers on schedule (a fail is judged before the producers' pace,
+    measure.verdict). The search bisects below the lower of the two, so such a fail is in the
+    steps but not in the result row; it is still an upper end the system set (procrastinate,
+    2026-11-27: 763 passed, 832 producer-bound, 990 and 1,400 failed)."""
+    if r.get("bound") != "producer-bound" or r.get("failed") is None or not mine.height:
+        return None
+    above = mine.filter((pl.col("verdict") == "fail") & (pl.col("rate") > r["failed"]))["rate"]
+    return float(above.min()) if above.len() else None
+
+
 def bracket_text(r: dict, unit: str = "") -> str:
     """[highest pass – lowest fail] in jobs/s, or what stopped the search short of a bracket;
     `unit` follows the numbers, before any explanation in parentheses."""
@@ -169,6 +183,9 @@ def bracket_text(r: dict, unit: str = "") -> str:
         return f"not measured ({BOUNDS['producer-bound']} at {fmt(r['failed'])}{unit}, the lowest rate tried)"
     if r["passed"] is None:
         return f"none passed (down to {fmt(r['failed'])}{unit})" if r["failed"] else "none"
+    if r["bound"] == "producer-bound" and r.get("failed_above"):  # the system failed above the producers' limit
+        return (f"{fmt(r['passed'])} – {fmt(r['failed_above'])}{unit} ({BOUNDS['producer-bound']} at "
+                f"{fmt(r['failed'])}, between them)")
     if r["bound"] == "producer-bound":
         return f"≥ {fmt(r['passed'])}{unit} ({BOUNDS['producer-bound']} at {fmt(r['failed'])})"
     if r["failed"] is None or r["bound"] not in (None, "bracket"):
@@ -329,9 +346,17 @@ def sentences(b: pl.DataFrame) -> list[str]:
     if producer:
         writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in producer if r["backend"] != "postgres"})
         one_writer = f" (on {' and '.join(writers)} one writer at a time)" if writers else ""
+        higher = [name(r) for r in producer if r.get("failed_above")]  # a system fail above the producers' limit
         out.append(f"The producers fell short of the offered rate for {', '.join(name(r) for r in producer)}: "
                    f"the harness's producers or the system's own enqueue calls{one_writer} set that limit, so "
-                   "their capacity is at least the bracket's lower end, by how much more this run cannot say.")
+                   "their capacity is at least the bracket's lower end"
+                   + ("." if higher else ", by how much more this run cannot say."))
+        if higher:
+            out.append(f"For {', '.join(higher)} a higher rate failed with the producers on schedule, so "
+                       f"{'its' if len(higher) == 1 else 'their'} capacity is below it: the bracket's upper end, "
+                       "wider than the search's 10 % because the rates between could not be offered"
+                       + ("; for the others, how much more this run cannot say." if len(higher) < len(producer)
+                          else "."))
     unmeasured = [f"{name(r)} ({fmt(r['failed'])} jobs/s)" for r in rows
                   if r["bound"] == "producer-bound" and r["passed"] is None]
     if unmeasured:

@@ -40,9 +40,14 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
     data = b.filter(pl.col("passed").is_not_null())
     if not data.height:
         return placeholder("no system passed a step: no bracket to draw")
+    # the tick is a rate the system failed: where the producers' limit ended the search, the
+    # failure above it if one was seen (analysis._failed_above), else none
+    above = pl.col("failed_above") if "failed_above" in data.columns else pl.lit(None, pl.Float64)
+    data = data.with_columns(
+        pl.when(pl.col("bound") == "producer-bound").then(above).otherwise(pl.col("failed")).alias("fail_tick"))
     data = data.with_columns(
         (_batch_named(pl.col("system") + " (C=" + pl.col("consumers").cast(pl.String)) + ")").alias("label"),
-        pl.max_horizontal("passed", "failed").alias("end"),
+        pl.max_horizontal("passed", "fail_tick").alias("end"),
         pl.struct(pl.all()).map_elements(_bracket, return_dtype=pl.String).alias("bracket"))
     colour = alt.Color("system:N", scale=palette.system_scale(list(set(data["system"]))), legend=None)
     panels = []
@@ -56,8 +61,9 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
             y=y, x=alt.X("passed:Q", title="highest rate kept up with, jobs/s", scale=x_scale), color=colour,
             tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("passed:Q", title="passed (jobs/s)",
                                                                            format=",.0f"),
-                     alt.Tooltip("failed:Q", title="failed (jobs/s)", format=",.0f")])
-        fails = base.mark_tick(color="black", thickness=2, size=18).encode(y=y, x=alt.X("failed:Q", scale=x_scale))
+                     alt.Tooltip("fail_tick:Q", title="failed (jobs/s)", format=",.0f")])
+        fails = base.transform_filter("isValid(datum.fail_tick)").mark_tick(color="black", thickness=2, size=18).encode(
+            y=y, x=alt.X("fail_tick:Q", scale=x_scale))
         notes = base.mark_text(align="left", dx=6, fontSize=10).encode(
             y=y, x=alt.X("end:Q", scale=x_scale), text="bracket:N")
         panels.append(alt.layer(bars, fails, notes).properties(

@@ -644,3 +644,28 @@ def test_a_system_fail_above_the_producers_limit_is_the_bracket_s_upper_end():
     chart = charts.brackets_chart(b).to_dict()
     ticks = [layer for panel in chart["vconcat"] for layer in panel["layer"] if layer["mark"]["type"] == "tick"]
     assert ticks and all(t["transform"] == [{"filter": "isValid(datum.fail_tick)"}] for t in ticks)
+
+
+def test_a_client_cpu_that_leaves_out_the_library_s_own_process_is_marked():
+    """graphile-worker's client CPU read 53 µs/job beside procrastinate's 1,034: the harness's
+    process only, while graphile-worker runs in a Node adapter process whose CPU no column held.
+    The cost table marks those systems, and the registry says which they are."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis, report
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    def step(system: str) -> dict:
+        return {**_step(0, "search", 3_000, "pass"), "system": system, "kind": "worker", "batch": None,
+                "client_cpu_us_per_job": 53.0, "server_cpu_us_per_job": 264.0}
+
+    results = [{"backend": "postgres", "system": s, "kind": "worker", "consumers": 4, "batch": None, "round": 0,
+                "passed": 3_000.0, "failed": 3_300.0, "confirmed": None, "bound": "bracket", "settings": "{}"}
+               for s in ("graphile-worker", "procrastinate")]
+    b = analysis.brackets(frame(results, RESULTS), frame([step("graphile-worker"), step("procrastinate")], STEPS))
+    elsewhere = report.adapter_systems()
+    assert {"graphile-worker", "river", "river-fast", "pg-boss", "pg-boss-fast"} <= elsewhere
+    assert not {"procrastinate", "pgqueuer", "chancy", "absurd", "awa", "skip_locked"} & elsewhere
+    cpu = {r["system"]: r["client CPU µs/job"] for r in analysis.costs(frame([step("graphile-worker"),
+                                                                                step("procrastinate")], STEPS),
+                                                                          b, elsewhere).rows}
+    assert cpu == {"graphile-worker": "53 *", "procrastinate": "53"}

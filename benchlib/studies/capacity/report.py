@@ -8,6 +8,8 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from benchlib.queues import QUEUES
+from benchlib.queues.jsonlines import JsonLinesSystem
 from benchlib.results import run_minutes
 from benchlib.studies.capacity import analysis, charts, measure
 from benchlib.studies.drain.report import row_name
@@ -72,13 +74,15 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
     steps, results = tables["steps"], tables["results"]
     b = analysis.brackets(results, steps)
+    elsewhere = adapter_systems()
     params = manifests[0]["params"] if manifests else {}
     profile = manifests[0]["profile"] if manifests else "standard"
     return {
         "limit": analysis.limit_beside(b, results, other(params.get("drain_profile") or profile, "drain").get("samples")),
         "figures": [figure(name, make(steps, b)) for name, make in charts.CHARTS.items()] if b.height else [],
         "table": analysis.table(b).markdown() if b.height else "",
-        "costs": analysis.costs(steps, b).markdown() if b.height else "",
+        "costs": analysis.costs(steps, b, elsewhere).markdown() if b.height else "",
+        "elsewhere": sorted(set(elsewhere) & set(b["system"])) if b.height else [],
         "waits": analysis.wait_mix(steps, b).markdown() if b.height else "",
         "sentences": analysis.sentences(b) if b.height else [],
         "headline": analysis.headline(b),
@@ -94,6 +98,11 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "repeat": params.get("repeat", "confirmation"),
         "time": analysis.time_spent(steps, _minutes(manifests)),
     }
+
+
+def adapter_systems() -> set[str]:
+    """The registry's systems whose library runs in an adapter process of its own (Node, Go)."""
+    return {name for name, q in QUEUES.items() if issubclass(q, JsonLinesSystem)}
 
 
 def _minutes(manifests: list[dict]) -> dict[str, float]:

@@ -24,11 +24,18 @@ TINY = {"warmup_s": 1, "window_s": 5, "max_steps": 2, "precision": 1.0, "confirm
         "start_rate": 150, "drain_profile": None, "drain_timeout_s": 10}
 
 
-@pytest.mark.parametrize(("backend", "system"), [("postgres", "skip_locked"), ("postgres", "reference_adapter"),
-                                                 ("sqlite", "sqlite")])
-async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, system):
-    run = await capacity.run(capacity.Params(backend=backend, systems=[system], consumers=[2], **TINY),
-                             progress=False)
+@pytest.mark.parametrize(("backend", "system", "producers_run"), [
+    ("postgres", "skip_locked", "apart"), ("postgres", "reference_adapter", "apart"),
+    ("postgres", "procrastinate", "apart"), ("postgres", "skip_locked", "with_consumers"),
+    ("sqlite", "sqlite", "with_consumers")])
+async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, system, producers_run):
+    """Producers apart (a process of their own, streaming what the system acknowledged into the
+    harness's ledger) or with the consumers: every job counted by seq either way, and the producer
+    process's CPU and enqueue calls recorded, and gone once the run is."""
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    run = await capacity.run(capacity.Params(backend=backend, systems=[system], consumers=[2],
+                                             producers_run=producers_run, **TINY), progress=False)
+    assert {c.pid for c in psutil.Process().children(recursive=True)} <= before  # no producer process left
     steps, (result,) = run.steps.sort("step"), run.results.iter_rows(named=True)
     assert steps.height >= 2 and set(steps["verdict"]) <= {"pass", "fail", "inconclusive", "producer-bound"}
     warm, first = steps.row(0, named=True), steps.row(1, named=True)
@@ -39,6 +46,16 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
     assert 145 <= first["achieved"] <= 155 and first["e2e_p99_ms"] > 0
     assert result["passed"] >= 150 and result["error"] is None
     assert json.loads(first["settings"])  # what bounds it, as it ran
+    # the client's CPU counts every client-side process: the producer process where it runs apart,
+    # and a library's own worker process (the reference adapter's, like graphile-worker's in Node)
+    parts = [first[k] or 0.0 for k in ("producer_cpu_us_per_job", "worker_cpu_us_per_job")]
+    assert first["client_cpu_us_per_job"] > sum(parts)
+    assert (first["worker_cpu_us_per_job"] or 0) > 0 if system == "reference_adapter" else \
+        first["worker_cpu_us_per_job"] is None
+    if producers_run == "apart":
+        assert first["producer_cpu_us_per_job"] > 0 and 0 < first["enqueue_p50_ms"] <= first["enqueue_p99_ms"]
+    else:
+        assert first["producer_cpu_us_per_job"] is None and first["enqueue_p50_ms"] is None
     if backend == "postgres":
         assert first["sql_calls_per_job"] > 0 and first["wal_bytes_per_job"] > 0 and json.loads(first["wait_events"])
     if system == "skip_locked":  # public SQL: the server's limit for it, measured in the same run
@@ -59,6 +76,13 @@ async def test_a_later_round_that_repeats_the_search_searches_anew_at_each_fetch
     results = run.results.sort("round", "batch")
     assert results.height == 4 and results["passed"].min() >= 150 and results["error"].null_count() == 4
     assert run.steps["lost"].sum() == 0 and run.steps["duplicates"].sum() == 0
+
+def _cmdline(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.NoSuchProcess:  # ended while we looked
+        return ""
+
 
 RUN = """
 import asyncio, json, sys
@@ -82,10 +106,12 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
         time.sleep(0.2)
     (partial,) = list(cells.glob("*.partial.json"))
     servers = postgres_under(proc.pid)
+    started = psutil.Process(proc.pid).children(recursive=True)  # the server, and the producer process
+    assert any("benchlib.studies.capacity.producers" in _cmdline(c) for c in started)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    gone, alive = psutil.wait_procs(servers, timeout=10)
+    gone, alive = psutil.wait_procs(servers + started, timeout=10)
     assert not alive and "Traceback" not in err
     kept = json.loads(partial.read_text())
     assert kept and kept[0]["purpose"] == "search" and kept[0]["rate"] == 200
@@ -120,9 +146,11 @@ async def test_a_step_keeps_the_planner_s_statistics_as_the_table_grows():
         try:
             while not step.done():
                 await asyncio.sleep(0.5)
-                seen.append(tuple(await conn.fetchrow(
+                # (no row while the table is empty: the producer process starts its session first)
+                now = await conn.fetchrow(
                     f"SELECT count(*), reltuples FROM {jobs}, pg_class WHERE pg_class.oid = '{jobs}'::regclass "
-                    "GROUP BY reltuples") if await conn.fetchval(f"SELECT to_regclass('{jobs}')") else ()) or (0, 0))
+                    "GROUP BY reltuples") if await conn.fetchval(f"SELECT to_regclass('{jobs}')") else None
+                seen.append(tuple(now) if now else (0, 0))
         finally:
             await conn.close()
         row = await step
@@ -162,3 +190,34 @@ async def test_the_statistics_keeper_applies_autovacuum_s_rule_and_the_tables_ow
             assert await conn.fetch(m.SQL["stale_tables"]) == []
         finally:
             await conn.close()
+
+
+async def test_a_producer_process_that_dies_fails_its_step_with_why_and_the_next_step_starts_another():
+    """The producers apart: their process killed mid-step fails that step (with the reason, not a
+    hang), leaves no process behind, and the cell's next step runs on a new one, every job counted."""
+    from benchlib import queues
+    from benchlib.provision import open_backend
+    from benchlib.studies.capacity import measure as m
+    from benchlib.studies.capacity.producers import ProducerProcess
+
+    p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None)
+    system = queues.get("skip_locked", "postgres")
+    async with open_backend("postgres", settings=m.settings(p)) as target:
+        producer = ProducerProcess(system, "postgres", target)
+        try:
+            step = asyncio.create_task(m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p,
+                                                  producer))
+            while producer.proc is None or producer.reader is None:
+                await asyncio.sleep(0.05)
+            first = producer.proc
+            await asyncio.sleep(0.5)
+            os.killpg(first.pid, signal.SIGKILL)
+            with pytest.raises(RuntimeError, match="the producer process ended"):
+                await asyncio.wait_for(step, 30)
+            assert first.returncode is not None and producer.proc is None  # closed by the failed step
+            row = await m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p, producer)
+            assert producer.proc is not None and producer.proc is not first
+            assert row["verdict"] == "pass" and row["lost"] == 0 and row["duplicates"] == 0, row
+        finally:
+            await producer.close()
+        assert producer.proc is None and first.returncode is not None

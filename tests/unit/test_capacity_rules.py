@@ -141,7 +141,7 @@ async def _search_a_fake(monkeypatch, passes, warmed: bool = True, rnd: int = 0,
     from benchlib.runner import Cell
     from benchlib.studies.capacity import measure as m
 
-    async def fake_step(target, system, consumers, batch, plan, p):
+    async def fake_step(target, system, consumers, batch, plan, p, producer=None):
         return {"rate": plan.rate, "window_s": plan.seconds, "verdict": "pass" if passes(plan, p) else "fail",
                 "e2e_p99_ms": 5.0, "pickup_p50_ms": 1.0}
 
@@ -646,26 +646,29 @@ def test_a_system_fail_above_the_producers_limit_is_the_bracket_s_upper_end():
     assert ticks and all(t["transform"] == [{"filter": "isValid(datum.fail_tick)"}] for t in ticks)
 
 
-def test_a_client_cpu_that_leaves_out_the_library_s_own_process_is_marked():
-    """graphile-worker's client CPU read 53 µs/job beside procrastinate's 1,034: the harness's
-    process only, while graphile-worker runs in a Node adapter process whose CPU no column held.
-    The cost table marks those systems, and the registry says which they are."""
-    from benchlib.results import frame
-    from benchlib.studies.capacity import analysis, report
-    from benchlib.studies.capacity.measure import RESULTS, STEPS
 
-    def step(system: str) -> dict:
-        return {**_step(0, "search", 3_000, "pass"), "system": system, "kind": "worker", "batch": None,
-                "client_cpu_us_per_job": 53.0, "server_cpu_us_per_job": 264.0}
+@pytest.mark.parametrize("ids", [[101, 102, 103, 104, 105], ["u-a", "u-b", "u-c", "u-d", "u-e"]])
+def test_what_the_producer_process_acknowledged_reaches_the_ledger_job_by_job(ids):
+    """The producers apart report each enqueue call (first seq, jobs, acknowledged at), the ids
+    (ints packed, strings such as UUIDs as they are) and every job's intended instant; the
+    harness's ledger then reconciles them as if its own producers had called it."""
+    import pickle
 
-    results = [{"backend": "postgres", "system": s, "kind": "worker", "consumers": 4, "batch": None, "round": 0,
-                "passed": 3_000.0, "failed": 3_300.0, "confirmed": None, "bound": "bracket", "settings": "{}"}
-               for s in ("graphile-worker", "procrastinate")]
-    b = analysis.brackets(frame(results, RESULTS), frame([step("graphile-worker"), step("procrastinate")], STEPS))
-    elsewhere = report.adapter_systems()
-    assert {"graphile-worker", "river", "river-fast", "pg-boss", "pg-boss-fast"} <= elsewhere
-    assert not {"procrastinate", "pgqueuer", "chancy", "absurd", "awa", "skip_locked"} & elsewhere
-    cpu = {r["system"]: r["client CPU µs/job"] for r in analysis.costs(frame([step("graphile-worker"),
-                                                                                step("procrastinate")], STEPS),
-                                                                          b, elsewhere).rows}
-    assert cpu == {"graphile-worker": "53 *", "procrastinate": "53"}
+    from benchlib.studies.capacity.producers import _Acks, apply_acks
+    from benchlib.workload.ledger import Ledger
+
+    acks = _Acks()
+    first = acks.reserve(2)
+    acks.enqueued(first, ids[:2], 5_000, [1_000, 1_500])
+    second = acks.reserve(3)
+    acks.enqueued(second, ids[2:], 6_000, [2_000, 2_500, 3_000])
+    frame = pickle.loads(pickle.dumps(acks.take()))  # as it crosses the pipe
+    assert acks.take() is None  # sent once
+    ledger = Ledger()
+    apply_acks(ledger, *frame[1:])
+    ledger.handled(ids, 9_000)
+    rec = ledger.reconcile()
+    assert (rec.enqueued, rec.lost, rec.duplicates, rec.unknown) == (5, 0, 0, 0)
+    assert rec.seqs.tolist() == [0, 1, 2, 3, 4]
+    assert rec.intended_ns.tolist() == [1_000, 1_500, 2_000, 2_500, 3_000]
+    assert rec.acked_ns.tolist() == [5_000, 5_000, 6_000, 6_000, 6_000]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
 from typing import Any
 
 import polars as pl
@@ -249,13 +248,12 @@ def table(b: pl.DataFrame) -> Table:
     return Table(rows)
 
 
-def costs(steps: pl.DataFrame, b: pl.DataFrame, elsewhere: Collection[str] = ()) -> Table:
+def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
     """Per system, at its highest passing rate inside the bracket: what a job costs the client and
     the server. A 1.1 x that passed lies above the bracket and is left out, as for the latency
     objectives (the table quoted skip_locked's cost at 34,520 jobs/s beside a bracket of
-    31,382 - 34,222). `elsewhere`: systems whose library runs in a process of its own (an adapter
-    in Node or Go): the client CPU measured is the harness's process only, so it is marked, not
-    set beside the others' as the whole client's (graphile-worker's read 53 µs/job)."""
+    31,382 - 34,222). The client's CPU is every client-side process's: the harness's, the producer
+    process and a worker library's own (measure._ApartCpu)."""
     rows, steps = [], judged(steps)
     for r in b.iter_rows(named=True):
         if r["passed"] is None:
@@ -266,7 +264,7 @@ def costs(steps: pl.DataFrame, b: pl.DataFrame, elsewhere: Collection[str] = ())
             continue
         s = at.row(0, named=True)
         rows.append({"backend": r["backend"], "system": r["system"], "at jobs/s": fmt(s["rate"]),
-                     "client CPU µs/job": fmt(s["client_cpu_us_per_job"]) + (" *" if r["system"] in elsewhere else ""),
+                     "client CPU µs/job": fmt(s["client_cpu_us_per_job"]),
                      "server CPU µs/job": fmt(s["server_cpu_us_per_job"]),
                      "statements/job": fmt(s["sql_calls_per_job"], 2), "SQL ms/job": fmt(s["sql_ms_per_job"], 3),
                      "WAL bytes/job": fmt(s["wal_bytes_per_job"])})
@@ -466,5 +464,6 @@ def steps_table(steps: pl.DataFrame) -> Table:
                      "slope interval": "–" if r["slope_lo"] is None else f"{r['slope_lo']:,.1f} … {r['slope_hi']:,.1f}",
                      "max backlog": fmt(r["backlog_max"]), "verdict": r["verdict"] or "–",
                      "e2e p50 / p99 ms": f"{fmt(r['e2e_p50_ms'], 1)} / {fmt(r['e2e_p99_ms'], 1)}",
+                     "enqueue p99 ms": fmt(r.get("enqueue_p99_ms"), 1),
                      "lost": fmt(r["lost"]), "why": r["reason"] or ""})
     return Table(rows)

@@ -12,7 +12,8 @@ CHECKPOINT; on PostgreSQL planner statistics then kept as autovacuum keeps them 
 that runs for good, see _keep_statistics: a step's plans made on an empty or a half-second-old
 table's statistics measured the plan, not the queue):
 open-loop producers (workload/pacing.py: every job has an intended instant;
-latency is measured from it) and C consumers running the whole time (pull: the
+latency is measured from it), by default in a process of their own (producers.py: a worker
+library's jobs run in the harness's process and held up the sends there), and C consumers running the whole time (pull: the
 harness's driver; worker: the library's own workers in continuous mode); a warm-up (the
 run's very first step runs once before it and is discarded, see attempt() in measure());
 then a measured window in which the backlog (acknowledged - handled, exact, from the
@@ -72,18 +73,22 @@ from scipy import stats
 from benchlib import params as check
 from benchlib import outputs, pgbench, queues, sql
 from benchlib.errors import BenchError, failure_reason
-from benchlib.measure import CpuMeter, now_ns, percentiles_ms
+from benchlib.measure import CpuMeter, _tree_cpu_s, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity.analysis import WARMUP
+from benchlib.studies.capacity import producers as producer_process
+from benchlib.studies.capacity.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import Ledger, Reconciled
 
 STUDY = "capacity"
 FETCH = ("best", "default")  # Params.fetch: the drain study's best batch, the system's own default fetch size
 REPEAT = ("confirmation", "search")  # Params.repeat: what each round after the first repeats
+PRODUCERS_RUN = ("apart", "with_consumers")  # Params.producers_run: a process of their own, or the consumers'
+
 AXES = ("systems", "consumers")
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
 PASS_ACHIEVED = 0.99
@@ -105,6 +110,8 @@ class Params:
     batch: int | None = None  # given: every system at this batch; None: one cell per `fetch`
     fetch: tuple[str, ...] = ("best",)  # best: the drain study's best batch (else DEFAULT_BATCH); default: its own
     producers: int = 2
+    producers_run: str | None = None  # apart: a process of their own (producers.py); with_consumers: the harness's;
+    # None: apart on PostgreSQL, with the consumers on an embedded database (SQLite, Turso) and S3
     start_rate: float = 200.0  # where no drain result says better (jobs/s)
     drain_profile: str | None = "standard"  # whose published drain data give each search's start
     warmup_s: float = 3.0
@@ -131,6 +138,8 @@ class Params:
             "consumers": check.positive_ints("consumers", self.consumers),
             "batch": None if self.batch is None else check.positive_int("batch", self.batch),
             "producers": check.positive_int("producers", self.producers),
+            "producers_run": check.one_of("producers_run", self.producers_run or (
+                "apart" if backend == "postgres" else "with_consumers"), PRODUCERS_RUN),
             "start_rate": check.positive_float("start_rate", self.start_rate),
             "warmup_s": check.positive_float("warmup_s", self.warmup_s),
             "window_s": check.positive_float("window_s", self.window_s),
@@ -183,6 +192,8 @@ STEPS: Schema = {
     "window_s": (pl.Float64, "measured window (shorter when its backlog passed 2 s of production: it cannot pass)"),
     "achieved": (pl.Float64, "jobs acknowledged in the window / window_s"),
     "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
+    "enqueue_p50_ms": (pl.Float64, "producers apart: how long an enqueue call took, p50 (null with the consumers)"),
+    "enqueue_p99_ms": (pl.Float64, "producers apart: how long an enqueue call took, p99"),
     "slope": (pl.Float64, "least-squares slope of the backlog over the window (jobs/s per s)"),
     "slope_hi": (pl.Float64, "upper bound of the slope's 95 % interval"),
     "slope_lo": (pl.Float64, "lower bound of the slope's 95 % interval"),
@@ -200,8 +211,13 @@ STEPS: Schema = {
     "lost": (pl.Int64, "acknowledged and never handled (null when the drain did not finish)"),
     "duplicates": (pl.Int64, "handled more than once"),
     "undrained": (pl.Int64, "still waiting when the drain timed out"),
-    "client_cpu_us_per_job": (pl.Float64, "the harness's process, per job handled in the window (OS count)"),
+    "client_cpu_us_per_job": (pl.Float64, "the client side's processes (the harness's, the producer process, a "
+                                          "worker library's own process), per job handled in the window (OS count)"),
     "server_cpu_us_per_job": (pl.Float64, "the server's processes, per job handled in the window"),
+    "producer_cpu_us_per_job": (pl.Float64, "of the client's: the producer process's (null: the producers ran "
+                                            "in the harness's process)"),
+    "worker_cpu_us_per_job": (pl.Float64, "of the client's: a worker library's own process (an adapter in Node or "
+                                          "Go; null: the library runs in the harness's process)"),
     "sql_calls_per_job": (pl.Float64, "statements executed per job in the window (pg_stat_statements)"),
     "sql_ms_per_job": (pl.Float64, "their execution time per job"),
     "wal_bytes_per_job": (pl.Float64, "WAL written per job in the window (pg_stat_wal)"),
@@ -389,9 +405,17 @@ async def _server_counters(conn: Any) -> dict[str, float]:
 
 
 async def run_step(target: Any, system: Any, consumers: int, batch: int | None, plan: StepPlan,
-                   p: Params) -> dict[str, Any]:
-    """One step: fresh state, producers at plan.rate, warm-up, window, drain, reconcile, verdict."""
+                   p: Params, producer: ProducerProcess | None = None) -> dict[str, Any]:
+    """One step: fresh state, producers at plan.rate, warm-up, window, drain, reconcile, verdict.
+
+    `producer`: the cell's producer process (producers.py), where the producers run apart
+    (Params.producers_run); without one, the step starts and stops its own."""
     worker = system.kind == "worker"
+    apart = p.producers_run == "apart"
+    own = apart and producer is None
+    if own:
+        producer = ProducerProcess(system, p.backend, target)
+    clean = False  # the producer process is reused by the cell's next step only after a step that ended well
     ledger = Ledger(by_seq=worker)
     stop_producing, stop_consumers = asyncio.Event(), asyncio.Event()
     out = pacing.Producers()
@@ -413,14 +437,20 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             conns = await asyncio.gather(*(system.connect(target, "consumer") for _ in range(consumers)))
             tasks += [asyncio.create_task(drivers.pull(system, c, batch or 1, ledger, drivers.Ops(),
                                                        stop_consumers.is_set, pause_s=POLL_S)) for c in conns]
-            producers = await asyncio.gather(*(system.connect(target, "producer") for _ in range(p.producers)))
-            conns += producers
-            enqueue = [lambda payloads, c=c: system.enqueue_many(c, payloads) for c in producers]
+            if not apart:
+                producers = await asyncio.gather(*(system.connect(target, "producer") for _ in range(p.producers)))
+                conns += producers
+                enqueue = [lambda payloads, c=c: system.enqueue_many(c, payloads) for c in producers]
+        if apart:
+            await producer.connect(p.producers)
         await asyncio.sleep(0.2)  # consumers connected and polling before the first job is due
         start = now_ns()
-        producing = [asyncio.create_task(pacing.produce(enqueue[j], ledger, plan.rate / p.producers, start,
-                                                        stop_producing, out, j / p.producers))
-                     for j in range(p.producers)]
+        if apart:
+            producing = [await producer.start(plan.rate, start, ledger, out)]
+        else:
+            producing = [asyncio.create_task(pacing.produce(enqueue[j], ledger, plan.rate / p.producers, start,
+                                                            stop_producing, out, j / p.producers))
+                         for j in range(p.producers)]
         warmup_s = p.warmup_s
         if postgres:
             keeper_conn = await sampler.connect(target)
@@ -435,15 +465,19 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
                 await stats_conn.execute(f"SELECT {STATEMENTS}_reset()")
             before = await _server_counters(stats_conn) if postgres else {}
             cpu = CpuMeter(target.server_pid).start()
+            apart_cpu = _ApartCpu(producer=producer.pid if apart else None,
+                                  worker=getattr(getattr(session, "proc", None), "pid", None))
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
             ended_at = await _hold_window(ledger, plan, window_start)
             window_end = now_ns()
             handled_in_window = len(ledger.handled_keys) - handled_before
-            costs = cpu.stop(handled_in_window)
+            costs = apart_cpu.added_to(cpu.stop(handled_in_window), handled_in_window)
             after = await _server_counters(stats_conn) if postgres else {}
             waits = census.take()
         stop_producing.set()
+        if apart:
+            await producer.stop()
         await asyncio.gather(*producing)
         # the rest drains, and every seq is reconciled; a window that already failed on its
         # backlog is not worth the wait (its lost count is then not assessed: null)
@@ -453,9 +487,12 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             _raise_failed(tasks)
             await asyncio.sleep(0.02)
         drained = ledger.distinct >= ledger.acknowledged
+        clean = True
     finally:
         stop_producing.set()
         stop_consumers.set()
+        if apart and (own or not clean):
+            await producer.close()
         await asyncio.gather(*tasks, return_exceptions=True)
         if worker:
             await session_cm.__aexit__(None, None, None)
@@ -467,9 +504,43 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             raise t.exception()
     rec = ledger.reconcile()
     analyzes = sum(t < window_end for t in analyzed) if postgres else None
-    return {"warmup_s": warmup_s, "analyzes": analyzes, **_judge(rec, plan, window_start, window_end, ended_at, out,
-                                                                  costs, before, after, waits, drained,
-                                                                  handled_in_window)}
+    row = {"warmup_s": warmup_s, "analyzes": analyzes,
+           **_judge(rec, plan, window_start, window_end, ended_at, out, costs, before, after, waits, drained,
+                    handled_in_window),
+           **_enqueue_calls(producer.call_ns if apart else None)}
+    if row["verdict"] == "producer-bound" and row["enqueue_p99_ms"] is not None:  # whose limit it was
+        row["reason"] += (f" (enqueue calls p50 {row['enqueue_p50_ms']:,.1f} ms, p99 {row['enqueue_p99_ms']:,.1f} ms, "
+                          f"{len(producer.call_ns):,} calls)")
+    return row
+
+
+def _enqueue_calls(call_ns: Any) -> dict[str, float | None]:
+    """The producer process's enqueue calls, p50 and p99 of their durations: a producer that fell
+    short with slow calls was held up by the system's enqueue, with fast ones by its process."""
+    calls = percentiles_ms(np.frombuffer(call_ns, np.int64) if call_ns else np.empty(0, np.int64), "enqueue")
+    return {k: calls[k] for k in ("enqueue_p50_ms", "enqueue_p99_ms")}
+
+
+class _ApartCpu:
+    """The client's processes beyond the harness's own, each with its descendants: the producer
+    process, and a worker library's own process (an adapter in Node or Go, which does the
+    library's work; until 2026-11-27 its CPU was in no column, and graphile-worker's client
+    cost read 53 µs/job). Their CPU in the window is added to the client's (what a job costs
+    the client side, wherever it runs) and given on its own."""
+
+    def __init__(self, **pids: int | None) -> None:
+        self.before = {name: _tree_cpu_s(pid) if pid else None for name, pid in pids.items()}
+        self.pids = pids
+
+    def added_to(self, costs: dict[str, float | None], jobs: int) -> dict[str, float | None]:
+        out = dict(costs)
+        for name, pid in self.pids.items():
+            spent, before = (_tree_cpu_s(pid) if pid else None), self.before[name]
+            part = (spent - before) * 1e6 / jobs if spent is not None and before is not None and jobs else None
+            out[f"{name}_cpu_us_per_job"] = part
+            if part is not None and out["client_cpu_us_per_job"] is not None:
+                out["client_cpu_us_per_job"] += part
+        return out
 
 
 async def _keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: asyncio.Event,
@@ -682,6 +753,19 @@ def _fails_above(search: Search, searching: bool, held_above: float | None) -> b
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    """One cell: a round's search or confirmation. Its steps share one producer process where the
+    producers run apart (producers.py), stopped when the cell ends, however it ends."""
+    producer = (ProducerProcess(queues.get(cell.parts["system"], p.backend), p.backend, target)
+                if p.producers_run == "apart" else None)
+    try:
+        return await _cell(p, cell, target, state, step, producer)
+    finally:
+        if producer is not None:
+            await producer.close()
+
+
+async def _cell(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None],
+                producer: ProducerProcess | None) -> Rows:
     name, consumers, rnd = cell.parts["system"], cell.parts["consumers"], cell.parts["round"]
     system = queues.get(name, p.backend)
     batch = cell.parts["batch"]
@@ -695,7 +779,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     async def one_step(plan: StepPlan, purpose: str, index: int) -> dict:
         row = {**base, "step": index, "purpose": purpose, "started_at": utc_now()}
         try:
-            row |= await run_step(target, system, consumers, batch, plan, p)
+            row |= await run_step(target, system, consumers, batch, plan, p, producer)
         except Exception as err:  # a failed step is a failed step, kept with its reason
             row |= {"rate": plan.rate, "window_s": plan.seconds, "warmup_s": p.warmup_s, "verdict": "fail",
                     "error": failure_reason(err), "reason": failure_reason(err)}
@@ -821,7 +905,9 @@ def settings(p: Params) -> dict[str, str]:
 
 def connections(p: Params) -> int:
     extra = max(getattr(queues.QUEUES[s], "extra_connections", 0) for s in p.systems)
-    return max(p.consumers) + p.producers + extra + 5  # + sampler, census, statistics, admin, spare
+    # a producer process apart opens a library session of its own (its pool, an adapter's): a few more
+    apart = 4 if p.producers_run == "apart" else 0
+    return max(p.consumers) + p.producers + extra + 5 + apart  # + sampler, census, statistics, admin, spare
 
 
 def systems(p: Params) -> dict[str, dict[str, str]]:
@@ -854,7 +940,8 @@ def cells(p: Params) -> list[Cell]:
             after = () if searching else (order.index((s, c, b)),)
             limit = (pgbench.__file__,) if with_limit(p, s) else ()
             out.append(Cell({"system": s, "consumers": c, "round": rnd, **plans[(s, c, b)]},
-                            (__file__, *limit, *queues.code_files(s)), steps=steps + bool(limit), after=after))
+                            (__file__, producer_process.__file__, *limit, *queues.code_files(s)),
+                            steps=steps + bool(limit), after=after))
     return out
 
 

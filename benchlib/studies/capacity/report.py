@@ -8,8 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from benchlib.queues import QUEUES
-from benchlib.queues.jsonlines import JsonLinesSystem
+from benchlib.charts import BACKENDS
 from benchlib.results import run_minutes
 from benchlib.studies.capacity import analysis, charts, measure
 from benchlib.studies.drain.report import row_name
@@ -74,15 +73,13 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
     steps, results = tables["steps"], tables["results"]
     b = analysis.brackets(results, steps)
-    elsewhere = adapter_systems()
     params = manifests[0]["params"] if manifests else {}
     profile = manifests[0]["profile"] if manifests else "standard"
     return {
         "limit": analysis.limit_beside(b, results, other(params.get("drain_profile") or profile, "drain").get("samples")),
         "figures": [figure(name, make(steps, b)) for name, make in charts.CHARTS.items()] if b.height else [],
         "table": analysis.table(b).markdown() if b.height else "",
-        "costs": analysis.costs(steps, b, elsewhere).markdown() if b.height else "",
-        "elsewhere": sorted(set(elsewhere) & set(b["system"])) if b.height else [],
+        "costs": analysis.costs(steps, b).markdown() if b.height else "",
         "waits": analysis.wait_mix(steps, b).markdown() if b.height else "",
         "sentences": analysis.sentences(b) if b.height else [],
         "headline": analysis.headline(b),
@@ -97,12 +94,16 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
         "repeat": params.get("repeat", "confirmation"),
         "time": analysis.time_spent(steps, _minutes(manifests)),
+        **_producers_run(manifests),
     }
 
 
-def adapter_systems() -> set[str]:
-    """The registry's systems whose library runs in an adapter process of its own (Node, Go)."""
-    return {name for name, q in QUEUES.items() if issubclass(q, JsonLinesSystem)}
+def _producers_run(manifests: list[dict]) -> dict[str, list[str]]:
+    """The backends whose producers ran apart (a process of their own) and with the consumers
+    (runs from before 2026-11-27 had no choice: with the consumers)."""
+    how = {m["stem"]: m.get("params", {}).get("producers_run", "with_consumers") for m in manifests}
+    return {kind: [BACKENDS.get(stem, stem) for stem, h in sorted(how.items()) if h == kind]
+            for kind in ("apart", "with_consumers")}
 
 
 def _minutes(manifests: list[dict]) -> dict[str, float]:

@@ -54,8 +54,12 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
         first["worker_cpu_us_per_job"] is None
     if producers_run == "apart":
         assert first["producer_cpu_us_per_job"] > 0 and 0 < first["enqueue_p50_ms"] <= first["enqueue_p99_ms"]
+        assert 0 < first["enqueue_busy_share"] <= 1  # the producers' time inside enqueue calls
+        if system == "skip_locked":  # one INSERT a call at 150 jobs/s: they mostly wait for their schedule
+            assert first["enqueue_busy_share"] < 0.5
     else:
         assert first["producer_cpu_us_per_job"] is None and first["enqueue_p50_ms"] is None
+        assert first["enqueue_busy_share"] is None
     if backend == "postgres":
         assert first["sql_calls_per_job"] > 0 and first["wal_bytes_per_job"] > 0 and json.loads(first["wait_events"])
     if system == "skip_locked":  # public SQL: the server's limit for it, measured in the same run

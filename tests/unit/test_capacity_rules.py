@@ -1,6 +1,7 @@
 """The capacity study's rules on fixture values: the slope interval, the verdict, the search."""
 from __future__ import annotations
 
+import asyncio
 import math
 
 import numpy as np
@@ -42,7 +43,9 @@ def test_the_verdict(achieved, slope, backlog, lost, expected):
 def test_a_window_that_ended_early_fails_whatever_its_reconciled_instants_say():
     """Worker systems report handled jobs late with earlier stamps, so the reconciled backlog at
     the second the live count passed the limit can stay just under it."""
-    outcome, reason = verdict(1000.0, 1000, (0.0, -1.0, 1.0), 1990, None, None, ended_at=5)
+    from benchlib.studies.capacity.measure import EarlyEnd
+
+    outcome, reason = verdict(1000.0, 1000, (0.0, -1.0, 1.0), 1990, None, None, EarlyEnd(5, "ended at second 5"))
     assert outcome == "fail" and "second 5" in reason
 
 
@@ -270,7 +273,7 @@ async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_
     behind = Ledger()
     behind.enqueued(behind.reserve(300), list(range(300)), now_ns())  # 3 s of production waiting
     start = now_ns()
-    assert await m._hold_window(behind, plan, start) == 1
+    assert (await m._hold_window(behind, plan, start)).second == 1
     assert (now_ns() - start) / 1e9 < 2.5
     steady = Ledger()
     steady.enqueued(steady.reserve(100), list(range(100)), now_ns())
@@ -278,6 +281,55 @@ async def test_a_window_past_its_backlog_limit_ends_early_and_a_steady_one_runs_
     start = now_ns()
     assert await m._hold_window(steady, m.StepPlan(rate=100.0, seconds=2.0, purpose="search"), start) is None
     assert (now_ns() - start) / 1e9 >= 2.0
+
+
+async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_look():
+    """A long hold (looked at from the search's window on) whose backlog grows 40 jobs/s against
+    a limit of 5 has failed whatever follows: it ends at the first look (second 2 of 5), long
+    before its backlog reaches 2 s of production; a search step of the same growth, or a hold
+    whose backlog only wobbles, runs its whole window (a pass needs all of it)."""
+    from benchlib.measure import now_ns
+    from benchlib.studies.capacity import measure as m
+    from benchlib.workload.ledger import Ledger
+
+    async def growing(ledger: Ledger, per_tick: int, ticks: int) -> None:
+        for _ in range(ticks):
+            ledger.enqueued(first := ledger.reserve(per_tick), list(range(first, first + per_tick)), now_ns())
+            await asyncio.sleep(0.1)
+
+    plan = m.StepPlan(rate=100.0, seconds=5.0, purpose="confirm_long")
+    grows = Ledger()
+    feed = asyncio.create_task(growing(grows, 4, 60))  # 40 jobs/s into a queue nobody drains
+    start = now_ns()
+    early = await m._hold_window(grows, plan, start, looks_from=2)
+    feed.cancel()
+    assert early is not None and early.second == 2 and "lower bound" in early.reason
+    assert (now_ns() - start) / 1e9 < 3.0
+    outcome, reason = verdict(100.0, 100, (0.0, -1.0, 1.0), 80, None, None, early)
+    assert outcome == "fail" and reason == early.reason
+
+    searched = Ledger()
+    feed = asyncio.create_task(growing(searched, 4, 40))
+    assert await m._hold_window(searched, m.StepPlan(rate=100.0, seconds=3.0, purpose="search"), now_ns()) is None
+    feed.cancel()
+
+    flat = Ledger()  # a backlog that stays where it is
+    flat.enqueued(flat.reserve(20), list(range(20)), now_ns())
+    start = now_ns()
+    assert await m._hold_window(flat, m.StepPlan(rate=100.0, seconds=4.0, purpose="confirm_long"), start,
+                                looks_from=2) is None
+    assert (now_ns() - start) / 1e9 >= 4.0
+
+
+def test_a_long_holds_looks_spend_one_percent_in_all():
+    """The looks' bound is stricter than the verdict's 95 % interval (Bonferroni over a hold's
+    30 looks, 1 % in all): a backlog growing 8 jobs/s with some noise, against a limit of 5,
+    fails the verdict's test but does not end a hold at a look."""
+    from benchlib.studies.capacity.measure import LOOKS_ALPHA
+
+    backlog = 100 + 8.0 * np.arange(16) + 20.0 * (-1) ** np.arange(16)
+    assert slope_interval(backlog)[1] > 5
+    assert slope_interval(backlog, 1 - 2 * LOOKS_ALPHA / 30)[1] < 5
 
 
 def test_a_window_that_ended_a_hair_before_its_second_is_judged_at_that_second():
@@ -294,8 +346,8 @@ def test_a_window_that_ended_a_hair_before_its_second_is_judged_at_that_second()
         ledger.enqueued(ledger.reserve(100), list(range(100 * t, 100 * t + 100)), start + t * second - 1000,
                         [start + t * second - 2000] * 100)
     plan = m.StepPlan(rate=100.0, seconds=15.0, purpose="search")
-    row = m._judge(ledger.reconcile(), plan, start, start + 5 * second - 300_000, 5, pacing.Producers(), {},
-                   {}, {}, {"shares": {}}, False, 0)
+    row = m._judge(ledger.reconcile(), plan, start, start + 5 * second - 300_000, m.EarlyEnd(5, "ended at second 5"),
+                   pacing.Producers(), {}, {}, {}, {"shares": {}}, False, 0)
     assert row["backlog_max"] == 600 and row["verdict"] == "fail"
 
 
@@ -672,3 +724,36 @@ def test_what_the_producer_process_acknowledged_reaches_the_ledger_job_by_job(id
     assert rec.seqs.tolist() == [0, 1, 2, 3, 4]
     assert rec.intended_ns.tolist() == [1_000, 1_500, 2_000, 2_500, 3_000]
     assert rec.acked_ns.tolist() == [5_000, 5_000, 6_000, 6_000, 6_000]
+
+
+@pytest.mark.parametrize(("busy", "cpu_us", "said"), [
+    (0.97, 150.0, "the system's enqueue set the pace: the producers inside the enqueue calls 97% of their time, "
+                  "their process on 0.18 of a core"),
+    (0.40, 800.0, "the producer process set the pace: the producers inside the enqueue calls 40% of their time, "
+                  "their process on 0.96 of a core"),
+    (0.97, 800.0, "the producer process set the pace: the producers inside the enqueue calls 97% of their time, "
+                  "their process on 0.96 of a core"),
+    (0.40, 150.0, "neither near its limit: the producers inside the enqueue calls 40% of their time, "
+                  "their process on 0.18 of a core"),
+])
+def test_a_producer_bound_search_says_whose_limit_it_hit(busy, cpu_us, said):
+    """absurd's search ended producer-bound at 1,234 jobs/s with its enqueue calls at p50 1.9 ms
+    but p99 175 ms: neither timing alone says whether its enqueue or the producer process set the
+    limit. The producers' share of time inside the calls and their process's CPU do, and the
+    report names it; the step's reason does too."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    absurd = {"system": "absurd", "kind": "worker", "batch": 10}
+    short = _step(0, "search", 1234, "producer-bound") | absurd | {"achieved": 1200.0, "enqueue_busy_share": busy,
+                                                                     "producer_cpu_us_per_job": cpu_us}
+    steps = [_step(0, "search", 1038, "pass") | absurd, short, _step(0, "search", 1131, "pass") | absurd]
+    results = [{"backend": "postgres", "system": "absurd", "kind": "worker", "consumers": 4, "batch": 10, "round": 0,
+                "passed": 1131.0, "failed": 1234.0, "confirmed": None, "bound": "producer-bound", "settings": "{}"}]
+    b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
+    assert b["producers_held"].to_list() == [said]
+    assert any(f"for absurd ({said})" in x for x in analysis.sentences(b))
+    assert analysis.producers_held(short) == said
+    with_consumers = short | {"enqueue_busy_share": None, "producer_cpu_us_per_job": None}
+    assert analysis.producers_held(with_consumers) is None  # SQLite's producers: no such record

@@ -77,13 +77,13 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
                                                           "over_tried": pl.Int64,
                                                           "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
                                                           "p99_1s": pl.Float64, "steered_from": pl.Float64,
-                                                          "failed_above": pl.Float64})
+                                                          "failed_above": pl.Float64, "producers_held": pl.String})
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("held_rounds"), pl.lit(None, pl.Int64).alias("over_rounds"),
                                pl.lit(None, pl.Int64).alias("over_tried"),
                                pl.lit(None, pl.Int64).alias("stalled_steps"), pl.lit(None, pl.Float64).alias("p99_100ms"),
                                pl.lit(None, pl.Float64).alias("p99_1s"), pl.lit(None, pl.Float64).alias("steered_from"),
-                               pl.lit(None, pl.Float64).alias("failed_above"))
+                               pl.lit(None, pl.Float64).alias("failed_above"), pl.lit(None, pl.String).alias("producers_held"))
     return out.with_columns(
         (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
         .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
@@ -102,7 +102,8 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
     mine = of(steps, r).filter(pl.col("error").is_null()).sort("round", "step")
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "over_tried": None, "p99_100ms": None,
                              "p99_1s": None,
-                             "steered_from": _steered_from(mine), "failed_above": _failed_above(mine, r)}
+                             "steered_from": _steered_from(mine), "failed_above": _failed_above(mine, r),
+                             "producers_held": _producers_held(mine, r)}
     # the latency objectives from the passing steps inside the bracket
     top = r["passed"]
     ok = mine.filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup"))
@@ -174,6 +175,50 @@ def _failed_above(mine: pl.DataFrame, r: dict) -> float | None:
         return None
     above = mine.filter((pl.col("verdict") == "fail") & (pl.col("rate") > r["failed"]))["rate"]
     return float(above.min()) if above.len() else None
+
+
+def _producers_held(mine: pl.DataFrame, r: dict) -> str | None:
+    """Where the producers' limit ended the search: whose limit it was at that step, in words;
+    None where the step did not record it (the producers ran with the consumers)."""
+    if r.get("bound") != "producer-bound" or r.get("failed") is None or "enqueue_busy_share" not in mine.columns:
+        return None
+    at = mine.filter((pl.col("verdict") == "producer-bound") & (pl.col("rate") == r["failed"]))
+    return producers_held(at.row(-1, named=True)) if at.height else None
+
+
+BUSY = 0.9  # a producer-bound step: the producers inside enqueue calls, or their process on a core, this much
+PRODUCERS_LIMIT = {"enqueue": "the system's enqueue set the pace", "process": "the producer process set the pace",
+                   None: "neither near its limit"}
+
+
+def producers_limit(busy: float | None, cores: float | None) -> str | None:
+    """Whose limit a producer-bound step hit. A producer process near a whole core (`cores`: it
+    runs one event loop) held itself up ("process"), whatever its calls took: on a loop that
+    busy every await is late, an enqueue call's measured time too. Otherwise producers inside
+    enqueue calls nearly all their time (`busy`) were held by the system's enqueue ("enqueue":
+    each producer awaits one call at a time, and a call carries up to pacing.MAX_BATCH jobs, so
+    a producer always inside them that still falls short met calls slower than its schedule).
+    On a step that kept up a high share says only that calls were as slow as the schedule
+    allows (one job per call at low rates: the reference adapter's calls, 150 jobs/s, 0.99).
+    Neither near its limit: the step does not say (None)."""
+    if cores is not None and cores >= BUSY:
+        return "process"
+    if busy is not None and busy >= BUSY:
+        return "enqueue"
+    return None
+
+
+def producers_held(step: dict) -> str | None:
+    """A producer-bound step's producers in words: whose limit, the share of their time inside
+    the enqueue calls and the cores their process used (its CPU per job x jobs/s sent); None
+    where the step has no such record (the producers ran in the harness's process)."""
+    busy, per_job, rate = step.get("enqueue_busy_share"), step.get("producer_cpu_us_per_job"), step.get("achieved")
+    if busy is None:
+        return None
+    cores = per_job * rate / 1e6 if per_job is not None and rate else None
+    return (f"{PRODUCERS_LIMIT[producers_limit(busy, cores)]}: the producers inside the enqueue calls {busy:.0%} "
+            f"of their time, their process on " + (f"{cores:.2f} of a core" if cores is not None else
+                                                   "an unmeasured share of a core"))
 
 
 def bracket_text(r: dict, unit: str = "") -> str:
@@ -348,7 +393,8 @@ def sentences(b: pl.DataFrame) -> list[str]:
         writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in producer if r["backend"] != "postgres"})
         one_writer = f" (on {' and '.join(writers)} one writer at a time)" if writers else ""
         higher = [name(r) for r in producer if r.get("failed_above")]  # a system fail above the producers' limit
-        out.append(f"The producers fell short of the offered rate for {', '.join(name(r) for r in producer)}: "
+        out.append(f"The producers fell short of the offered rate for "
+                   f"{', '.join(name(r) + (f' ({held})' if (held := r.get('producers_held')) else '') for r in producer)}: "
                    f"the harness's producers or the system's own enqueue calls{one_writer} set that limit, so "
                    "their capacity is at least the bracket's lower end"
                    + ("." if higher else ", by how much more this run cannot say."))

@@ -38,7 +38,9 @@ tried where the long hold failed: the confirmation has failed already; nor where
 has seen it fail: the search's own fail within 10 % above, or a long hold's above a lowered
 bracket). Where the long hold fails, the bracket goes one step down, [1 / 1.1 of it, it]: a
 15 s pass is not a rate kept up with for longer; the later rounds' long holds test the
-new lower end (with no later round to confirm it, one more long step here does). Each
+new lower end (with no later round to confirm it, one more long step here does). A long
+hold whose backlog grows beyond doubt (its slope's lower bound above the limit, Bonferroni over
+its looks) ends at that second, failed (_hold_window); a pass takes it whole. Each
 later round (`rounds`, systems in reversed order) repeats the confirmation at the first
 round's bracket (`repeat="confirmation"`, the standard profile: the hour's budget), or the
 whole search (`repeat="search"`, the full profile: each round its own bracket), so the
@@ -78,7 +80,7 @@ from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.capacity.analysis import WARMUP
+from benchlib.studies.capacity.analysis import WARMUP, producers_held
 from benchlib.studies.capacity import producers as producer_process
 from benchlib.studies.capacity.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
@@ -97,6 +99,7 @@ BACKLOG_S = 2.0
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
+LOOKS_ALPHA = 0.01  # a long hold's looks at its slope: the chance, over all of them, of ending one at the limit
 ANALYZE_AFTER_S = 0.5  # PostgreSQL: the first ANALYZE, this far into the warm-up (at most half of it)
 STATEMENTS = "pg_stat_statements"
 SQL = sql.beside(__file__)
@@ -194,6 +197,8 @@ STEPS: Schema = {
     "lag_p99_ms": (pl.Float64, "producers: send - intended instant, p99 over enqueue calls"),
     "enqueue_p50_ms": (pl.Float64, "producers apart: how long an enqueue call took, p50 (null with the consumers)"),
     "enqueue_p99_ms": (pl.Float64, "producers apart: how long an enqueue call took, p99"),
+    "enqueue_busy_share": (pl.Float64, "producers apart: their time inside the enqueue calls (the calls' durations "
+                                       "summed / (producers x how long they ran))"),
     "slope": (pl.Float64, "least-squares slope of the backlog over the window (jobs/s per s)"),
     "slope_hi": (pl.Float64, "upper bound of the slope's 95 % interval"),
     "slope_lo": (pl.Float64, "lower bound of the slope's 95 % interval"),
@@ -266,38 +271,46 @@ TABLES = {"steps": STEPS, "results": RESULTS}
 
 # --- the verdict (pure, unit-tested) --------------------------------------------------------
 
-def slope_interval(backlog: np.ndarray) -> tuple[float, float, float]:
-    """(slope, lo, hi): the backlog's least-squares slope per second and its 95 % interval."""
+def slope_interval(backlog: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """(slope, lo, hi): the backlog's least-squares slope per second and its `level` interval."""
     t = np.arange(len(backlog), dtype=float)
     if len(backlog) < 3:
         return math.nan, -math.inf, math.inf
     if np.all(backlog == backlog[0]):  # a flat backlog: no slope, and no doubt about it
         return 0.0, 0.0, 0.0
     fit = stats.linregress(t, backlog.astype(float))
-    half = stats.t.ppf(0.975, len(backlog) - 2) * fit.stderr
+    half = stats.t.ppf(0.5 + level / 2, len(backlog) - 2) * fit.stderr
     return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
 
 
+@dataclass(frozen=True)
+class EarlyEnd:
+    """A window ended before its time because it could no longer pass: the whole second it
+    ended at, and why (measure._hold_window)."""
+
+    second: int
+    reason: str
+
+
 def verdict(rate: float, achieved: float, slope: tuple[float, float, float], backlog_max: int, lost: int | None,
-            error: str | None, ended_at: int | None = None) -> tuple[str, str | None]:
+            error: str | None, early: EarlyEnd | None = None) -> tuple[str, str | None]:
     """pass | fail | inconclusive | producer-bound, and why it is not a pass.
 
     A backlog past its limit, or growing, fails the step before the producers' pace is looked
     at: a system that fell behind a slower-than-offered rate fell behind the offered one too,
     so the step is the system's failure, not the producers' (both bound the search from above;
-    only a fail makes the bracket's upper end the system's). `ended_at`: the whole
-    second at which the window ended early on its live backlog; such a window fails even if
-    the reconciled count (worker systems report handled jobs late, with earlier stamps) stays
-    just under the limit at its instants."""
+    only a fail makes the bracket's upper end the system's). `early`: the window ended before
+    its time on its live backlog (past its limit, or a long hold's growing beyond doubt); such a
+    window fails even if the reconciled count (worker systems report handled jobs late, with
+    earlier stamps) stays just under the limit at its instants."""
     if error:
         return "fail", error
     limit = max(SLOPE_SHARE * rate, SLOPE_FLOOR)
     _, lo, hi = slope
     if backlog_max > BACKLOG_S * rate:
         return "fail", f"the backlog reached {backlog_max:,} jobs, more than {BACKLOG_S:g} s of production"
-    if ended_at is not None:
-        return "fail", (f"the window ended at second {ended_at}: its live backlog passed {OVERFLOW:g} x "
-                        f"{BACKLOG_S:g} s of production")
+    if early is not None:
+        return "fail", early.reason
     if lo > limit:
         return "fail", f"the backlog grew {slope[0]:,.1f} jobs/s (interval {lo:,.1f} to {hi:,.1f})"
     if achieved < PASS_ACHIEVED * rate:
@@ -432,7 +445,8 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         if worker:
             handled = drivers.worker_handler(ledger)
             tasks.append(asyncio.create_task(session.work(consumers, batch, handled, stop_consumers, True)))
-            enqueue = [session.enqueue_many] * p.producers
+            if not apart:
+                enqueue = [session.enqueue_many] * p.producers
         else:
             conns = await asyncio.gather(*(system.connect(target, "consumer") for _ in range(consumers)))
             tasks += [asyncio.create_task(drivers.pull(system, c, batch or 1, ledger, drivers.Ops(),
@@ -469,19 +483,21 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
                                   worker=getattr(getattr(session, "proc", None), "pid", None))
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
-            ended_at = await _hold_window(ledger, plan, window_start)
+            early = await _hold_window(ledger, plan, window_start,
+                                       int(p.window_s) if plan.seconds > p.window_s else None)
             window_end = now_ns()
             handled_in_window = len(ledger.handled_keys) - handled_before
             costs = apart_cpu.added_to(cpu.stop(handled_in_window), handled_in_window)
             after = await _server_counters(stats_conn) if postgres else {}
             waits = census.take()
         stop_producing.set()
+        produced_s = (now_ns() - start) / 1e9  # how long the producers ran: warm-up, window, this moment
         if apart:
             await producer.stop()
         await asyncio.gather(*producing)
         # the rest drains, and every seq is reconciled; a window that already failed on its
         # backlog is not worth the wait (its lost count is then not assessed: null)
-        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if ended_at is None and _window_holds(
+        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if early is None and _window_holds(
             ledger, plan, window_start, window_end) else now_ns()
         while ledger.distinct < ledger.acknowledged and now_ns() < deadline:
             _raise_failed(tasks)
@@ -505,20 +521,23 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
     rec = ledger.reconcile()
     analyzes = sum(t < window_end for t in analyzed) if postgres else None
     row = {"warmup_s": warmup_s, "analyzes": analyzes,
-           **_judge(rec, plan, window_start, window_end, ended_at, out, costs, before, after, waits, drained,
+           **_judge(rec, plan, window_start, window_end, early, out, costs, before, after, waits, drained,
                     handled_in_window),
-           **_enqueue_calls(producer.call_ns if apart else None)}
+           **_enqueue_calls(producer.call_ns if apart else None, p.producers * produced_s)}
     if row["verdict"] == "producer-bound" and row["enqueue_p99_ms"] is not None:  # whose limit it was
         row["reason"] += (f" (enqueue calls p50 {row['enqueue_p50_ms']:,.1f} ms, p99 {row['enqueue_p99_ms']:,.1f} ms, "
-                          f"{len(producer.call_ns):,} calls)")
+                          f"{len(producer.call_ns):,} calls; {producers_held(row)})")
     return row
 
 
-def _enqueue_calls(call_ns: Any) -> dict[str, float | None]:
-    """The producer process's enqueue calls, p50 and p99 of their durations: a producer that fell
-    short with slow calls was held up by the system's enqueue, with fast ones by its process."""
-    calls = percentiles_ms(np.frombuffer(call_ns, np.int64) if call_ns else np.empty(0, np.int64), "enqueue")
-    return {k: calls[k] for k in ("enqueue_p50_ms", "enqueue_p99_ms")}
+def _enqueue_calls(call_ns: Any, producers_s: float) -> dict[str, float | None]:
+    """The producer process's enqueue calls: p50 and p99 of their durations, and the share of the
+    producers' time (`producers_s`: their number x how long they ran) spent inside them."""
+    durations = np.frombuffer(call_ns, np.int64) if call_ns else np.empty(0, np.int64)
+    calls = percentiles_ms(durations, "enqueue")
+    busy = min(1.0, durations.sum() / 1e9 / producers_s) if durations.size and producers_s > 0 else None
+    return {"enqueue_p50_ms": calls["enqueue_p50_ms"], "enqueue_p99_ms": calls["enqueue_p99_ms"],
+            "enqueue_busy_share": busy}
 
 
 class _ApartCpu:
@@ -586,22 +605,43 @@ async def _keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: as
             analyzed.append(now_ns())
 
 
-async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int) -> int | None:
-    """Wait out the measured window, or end it once it can no longer pass: a backlog past its
-    limit (2 s of production) fails the step whatever follows. The check runs on the live count
-    at each whole second from EARLY_END_S on, with a margin (OVERFLOW) against reading a
-    moment late; the second it ended at is returned (None: the whole window ran), and the
-    verdict fails such a window whatever the reconciled count says at its instants. Most
-    failing steps of a search are far over capacity; their windows end in seconds instead of
-    running on to show the same verdict."""
+async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int,
+                       looks_from: int | None = None) -> EarlyEnd | None:
+    """Wait out the measured window, or end it once it can no longer pass (None: the whole window ran).
+
+    A backlog past its limit (2 s of production) fails the step whatever follows: the live count
+    is checked at each whole second from EARLY_END_S on, with a margin (OVERFLOW) against reading
+    a moment late. Most failing steps of a search are far over capacity; their windows end in
+    seconds instead of running on to show the same verdict.
+
+    A long hold (`looks_from`: the search's window, shorter than this one) is also looked at
+    each whole second from then on: where even the lower bound of its backlog's slope is above
+    the slope limit, the backlog is growing beyond doubt and the hold has failed; it ends there.
+    The bound's confidence keeps the chance that one of its looks ends a hold whose slope is
+    at the limit under LOOKS_ALPHA in all (Bonferroni over the looks). A pass still takes the
+    whole hold; the search's steps are not looked at (their verdicts set the bracket). Why: of
+    the 36 long holds of 2026-11-27, 26 failed, most slowly growing, and ran 20 to 45 s each:
+    a quarter of the study's hour."""
     limit = OVERFLOW * BACKLOG_S * plan.rate
+    slope_limit = max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR)
     end = window_start + int(plan.seconds * 1e9)
+    looks = max(0, math.ceil(plan.seconds) - looks_from) if looks_from else 0
+    readings = [ledger.acknowledged - ledger.distinct]
     second = 0
     while (now := now_ns()) < end:
         second += 1
         await asyncio.sleep(max(0.0, (min(window_start + second * 1_000_000_000, end) - now) / 1e9))
-        if second >= EARLY_END_S and ledger.acknowledged - ledger.distinct > limit:
-            return second
+        readings.append(live := ledger.acknowledged - ledger.distinct)
+        if second >= EARLY_END_S and live > limit:
+            return EarlyEnd(second, f"the window ended at second {second}: its live backlog passed {OVERFLOW:g} x "
+                                    f"{BACKLOG_S:g} s of production")
+        if looks and looks_from <= second < plan.seconds:
+            level = 1 - 2 * LOOKS_ALPHA / looks
+            slope, lo, _ = slope_interval(np.array(readings), level)
+            if lo > slope_limit:
+                return EarlyEnd(second, f"the hold ended at second {second}: its live backlog grew {slope:,.1f} "
+                                        f"jobs/s, {level:.2%} lower bound {lo:,.1f} over the limit "
+                                        f"{slope_limit:,.1f}")
     return None
 
 
@@ -637,7 +677,7 @@ class _census:
         return {"ticks": 0, "shares": {}}
 
 
-def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, ended_at: int | None,
+def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, early: EarlyEnd | None,
            out: pacing.Producers, costs: dict, before: dict, after: dict, waits: dict, drained: bool,
            handled: int) -> dict[str, Any]:
     """The step's row. The backlog is read at the window's whole seconds: up to the one it ended
@@ -645,7 +685,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
     seconds = (window_end - window_start) / 1e9
     acked = rec.acked_ns
     achieved = int(np.count_nonzero((acked >= window_start) & (acked < window_end))) / seconds
-    last = ended_at if ended_at is not None else int(seconds)
+    last = early.second if early is not None else int(seconds)
     instants = window_start + np.arange(0, last + 1) * 1_000_000_000
     backlog_series = rec.backlog_at(instants)
     slope = slope_interval(backlog_series)
@@ -655,7 +695,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
     latency = latency[rec.first_ns[in_window] >= 0]
     pickup = rec.first_ns[in_window] - rec.acked_ns[in_window]
     pickup = pickup[rec.first_ns[in_window] >= 0]
-    outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None, ended_at)
+    outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None, early)
     per = 1.0 / handled if handled else None
     e2e = percentiles_ms(latency, "e2e")
     pick = percentiles_ms(pickup, "pickup")
@@ -755,19 +795,18 @@ def _fails_above(search: Search, searching: bool, held_above: float | None) -> b
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
     """One cell: a round's search or confirmation. Its steps share one producer process where the
     producers run apart (producers.py), stopped when the cell ends, however it ends."""
-    producer = (ProducerProcess(queues.get(cell.parts["system"], p.backend), p.backend, target)
-                if p.producers_run == "apart" else None)
+    system = queues.get(cell.parts["system"], p.backend)
+    producer = ProducerProcess(system, p.backend, target) if p.producers_run == "apart" else None
     try:
-        return await _cell(p, cell, target, state, step, producer)
+        return await _cell(p, cell, system, target, state, step, producer)
     finally:
         if producer is not None:
             await producer.close()
 
 
-async def _cell(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None],
+async def _cell(p: Params, cell: Cell, system: Any, target: Any, state: dict, step: Callable[..., None],
                 producer: ProducerProcess | None) -> Rows:
     name, consumers, rnd = cell.parts["system"], cell.parts["consumers"], cell.parts["round"]
-    system = queues.get(name, p.backend)
     batch = cell.parts["batch"]
     base = {"backend": p.backend, "kind": system.kind}
     rows: list[dict] = []

@@ -289,6 +289,7 @@ async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_lo
     before its backlog reaches 2 s of production; a search step of the same growth, or a hold
     whose backlog only wobbles, runs its whole window (a pass needs all of it)."""
     from benchlib.measure import now_ns
+    from benchlib.studies.capacity import analysis
     from benchlib.studies.capacity import measure as m
     from benchlib.workload.ledger import Ledger
 
@@ -304,6 +305,7 @@ async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_lo
     early = await m._hold_window(grows, plan, start, looks_from=2)
     feed.cancel()
     assert early is not None and early.second == 2 and "lower bound" in early.reason
+    assert early.reason.startswith(analysis.LOOKED)  # the report counts such holds by it
     assert (now_ns() - start) / 1e9 < 3.0
     outcome, reason = verdict(100.0, 100, (0.0, -1.0, 1.0), 80, None, None, early)
     assert outcome == "fail" and reason == early.reason

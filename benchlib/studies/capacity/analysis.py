@@ -186,6 +186,14 @@ def _producers_held(mine: pl.DataFrame, r: dict) -> str | None:
     return producers_held(at.row(-1, named=True)) if at.height else None
 
 
+LOOKED = "the hold ended at second"  # how measure._hold_window's reason for a hold ended at a look begins
+
+
+def looked_ended(steps: pl.DataFrame) -> int:
+    """Long holds that ended at a look at their slope, failed (measure._hold_window)."""
+    return int(steps["reason"].str.starts_with(LOOKED).sum()) if steps.height else 0
+
+
 BUSY = 0.9  # a producer-bound step: the producers inside enqueue calls, or their process on a core, this much
 PRODUCERS_LIMIT = {"enqueue": "the system's enqueue set the pace", "process": "the producer process set the pace",
                    None: "neither near its limit"}

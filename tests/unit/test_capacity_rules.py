@@ -476,9 +476,9 @@ def test_producers_falling_short_name_the_single_writer_only_where_there_is_one(
                 "held_rounds": None, "rounds": 0, "over_rounds": None, "at_ceiling": False, "pickup_p50_ms": 1.0,
                 "stalled_steps": 0}
 
-    def said(*rows: dict) -> str:
-        (line,) = [x for x in analysis.sentences(pl.DataFrame(list(rows))) if x.startswith("The producers fell short")]
-        return line
+    def said(*rows: dict) -> str:  # the producers' sentences: who fell short, then whose limit
+        return " ".join(x for x in analysis.sentences(pl.DataFrame(list(rows)))
+                        if x.startswith(("The producers fell short", "For ")))
 
     assert "one writer" not in said(row("postgres", "absurd"))
     assert "one writer" in said(row("postgres", "absurd"), row("turso", "sqlite"))
@@ -755,7 +755,7 @@ def test_a_producer_bound_search_says_whose_limit_it_hit(busy, cpu_us, said):
                 "passed": 1131.0, "failed": 1234.0, "confirmed": None, "bound": "producer-bound", "settings": "{}"}]
     b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
     assert b["producers_held"].to_list() == [said]
-    assert any(f"for absurd ({said})" in x for x in analysis.sentences(b))
+    assert f"For absurd {said[0].lower()}{said[1:]}." in analysis.sentences(b)
     assert analysis.producers_held(short) == said
     with_consumers = short | {"enqueue_busy_share": None, "producer_cpu_us_per_job": None}
     assert analysis.producers_held(with_consumers) is None  # SQLite's producers: no such record

@@ -398,14 +398,20 @@ def sentences(b: pl.DataFrame) -> list[str]:
                    f"settings allow: {', '.join(capped)}; the queue underneath may do more.")
     producer = [r for r in rows if r["bound"] == "producer-bound" and r["passed"] is not None]
     if producer:
-        writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in producer if r["backend"] != "postgres"})
-        one_writer = f" (on {' and '.join(writers)} one writer at a time)" if writers else ""
         higher = [name(r) for r in producer if r.get("failed_above")]  # a system fail above the producers' limit
-        out.append(f"The producers fell short of the offered rate for "
-                   f"{', '.join(name(r) + (f' ({held})' if (held := r.get('producers_held')) else '') for r in producer)}: "
-                   f"the harness's producers or the system's own enqueue calls{one_writer} set that limit, so "
+        out.append(f"The producers fell short of the offered rate for {', '.join(name(r) for r in producer)}, so "
                    "their capacity is at least the bracket's lower end"
                    + ("." if higher else ", by how much more this run cannot say."))
+        for r in producer:
+            if held := r.get("producers_held"):  # the producers ran apart: their record says whose limit
+                out.append(f"For {name(r)} {held[0].lower()}{held[1:]}.")
+        unsaid = [r for r in producer if not r.get("producers_held")]
+        if unsaid:
+            writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in unsaid if r["backend"] != "postgres"})
+            one_writer = f" (on {' and '.join(writers)} one writer at a time)" if writers else ""
+            out.append(f"For {', '.join(name(r) for r in unsaid)} the harness's producers or the system's own "
+                       f"enqueue calls{one_writer} set that limit; which, this run does not record (the producers "
+                       "ran in the harness's process).")
         if higher:
             out.append(f"For {', '.join(higher)} a higher rate failed with the producers on schedule, so "
                        f"{'its' if len(higher) == 1 else 'their'} capacity is below it: the bracket's upper end, "

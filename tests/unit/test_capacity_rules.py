@@ -287,7 +287,7 @@ async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_lo
     """A long hold (looked at from the search's window on) whose backlog grows 40 jobs/s against
     a limit of 5 has failed whatever follows: it ends at the first look (second 2 of 5), long
     before its backlog reaches 2 s of production; a search step of the same growth, or a hold
-    whose backlog only wobbles, runs its whole window (a pass needs all of it)."""
+    whose backlog only wobbles (20, 30, 20, ... jobs), runs its whole window (a pass needs all of it)."""
     from benchlib.measure import now_ns
     from benchlib.studies.capacity import analysis
     from benchlib.studies.capacity import measure as m
@@ -315,11 +315,22 @@ async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_lo
     assert await m._hold_window(searched, m.StepPlan(rate=100.0, seconds=3.0, purpose="search"), now_ns()) is None
     feed.cancel()
 
-    flat = Ledger()  # a backlog that stays where it is
-    flat.enqueued(flat.reserve(20), list(range(20)), now_ns())
+    wobbles = Ledger()
+    wobbles.enqueued(wobbles.reserve(20), list(range(20)), now_ns())
+
+    async def wobble() -> None:  # ten jobs in, the same ten out, and again: no growth, some noise
+        while True:
+            ids = list(range(first := wobbles.reserve(10), first + 10))
+            wobbles.enqueued(first, ids, now_ns())
+            await asyncio.sleep(0.3)
+            wobbles.handled(ids, now_ns())
+            await asyncio.sleep(0.4)  # a period of 0.7 s: the whole seconds read it at different points
+
+    feed = asyncio.create_task(wobble())
     start = now_ns()
-    assert await m._hold_window(flat, m.StepPlan(rate=100.0, seconds=4.0, purpose="confirm_long"), start,
+    assert await m._hold_window(wobbles, m.StepPlan(rate=100.0, seconds=4.0, purpose="confirm_long"), start,
                                 looks_from=2) is None
+    feed.cancel()
     assert (now_ns() - start) / 1e9 >= 4.0
 
 

@@ -766,7 +766,7 @@ def test_a_producer_bound_search_says_whose_limit_it_hit(busy, cpu_us, said):
                 "passed": 1131.0, "failed": 1234.0, "confirmed": None, "bound": "producer-bound", "settings": "{}"}]
     b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
     assert b["producers_held"].to_list() == [said]
-    assert f"For absurd {said[0].lower()}{said[1:]}." in analysis.sentences(b)
+    assert f"For absurd {said}." in analysis.sentences(b)
     assert analysis.producers_held(short) == said
     with_consumers = short | {"enqueue_busy_share": None, "producer_cpu_us_per_job": None}
     assert analysis.producers_held(with_consumers) is None  # SQLite's producers: no such record

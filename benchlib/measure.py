@@ -53,7 +53,7 @@ class Latencies:
         return float(np.frombuffer(self.ns, dtype=np.int64).mean() / 1e6) if self.ns else None
 
 
-def _tree_cpu_s(pid: int | None) -> float | None:
+def tree_cpu_s(pid: int | None) -> float | None:
     """CPU seconds of a process and every descendant, live or already reaped by its parent."""
     if pid is None:
         return None
@@ -92,12 +92,12 @@ class CpuMeter:
         self._client = self._server = 0.0
 
     def start(self) -> CpuMeter:
-        self._client, self._server = _own_cpu_s(), _tree_cpu_s(self.server_pid)
+        self._client, self._server = _own_cpu_s(), tree_cpu_s(self.server_pid)
         return self
 
     def stop(self, jobs: int) -> dict[str, float | None]:
         """{client_cpu_us_per_job, server_cpu_us_per_job} since start()."""
-        client, server = _own_cpu_s() - self._client, _tree_cpu_s(self.server_pid)
+        client, server = _own_cpu_s() - self._client, tree_cpu_s(self.server_pid)
         per = 1e6 / jobs if jobs else None
         return {"client_cpu_us_per_job": client * per if per else None,
                 "server_cpu_us_per_job": (server - self._server) * per

@@ -6,5 +6,6 @@
 - pacing.py: open-loop producers on intended time (no coordinated omission), their lag.
 - drivers.py: consumers per kind of system (pull, log, worker), each recording into the ledger.
 - sampler.py: what the server says while a cell runs (tables, sizes, horizon, wait events).
-- phases.py: a cell's phases as data, and its timeline of events.
+- producers.py: the producers in a process of their own (the capacity study's producers_run:
+  apart), what the system acknowledged streamed back into the harness's ledger.
 """

@@ -111,7 +111,7 @@ async def test_ctrl_c_mid_search_leaves_nothing_running_and_keeps_finished_steps
     (partial,) = list(cells.glob("*.partial.json"))
     servers = postgres_under(proc.pid)
     started = psutil.Process(proc.pid).children(recursive=True)  # the server, and the producer process
-    assert any("benchlib.studies.capacity.producers" in _cmdline(c) for c in started)
+    assert any("benchlib.workload.producers" in _cmdline(c) for c in started)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -202,7 +202,7 @@ async def test_a_producer_process_that_dies_fails_its_step_with_why_and_the_next
     from benchlib import queues
     from benchlib.provision import open_backend
     from benchlib.studies.capacity import measure as m
-    from benchlib.studies.capacity.producers import ProducerProcess
+    from benchlib.workload.producers import ProducerProcess
 
     p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None)
     system = queues.get("skip_locked", "postgres")

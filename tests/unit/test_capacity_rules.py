@@ -719,7 +719,7 @@ def test_what_the_producer_process_acknowledged_reaches_the_ledger_job_by_job(id
     harness's ledger then reconciles them as if its own producers had called it."""
     import pickle
 
-    from benchlib.studies.capacity.producers import _Acks, apply_acks
+    from benchlib.workload.producers import _Acks, apply_acks
     from benchlib.workload.ledger import Ledger
 
     acks = _Acks()

@@ -12,7 +12,7 @@ CHECKPOINT; on PostgreSQL planner statistics then kept as autovacuum keeps them 
 that runs for good, see _keep_statistics: a step's plans made on an empty or a half-second-old
 table's statistics measured the plan, not the queue):
 open-loop producers (workload/pacing.py: every job has an intended instant;
-latency is measured from it), by default in a process of their own (producers.py: a worker
+latency is measured from it), by default in a process of their own (workload/producers.py: a worker
 library's jobs run in the harness's process and held up the sends there), and C consumers running the whole time (pull: the
 harness's driver; worker: the library's own workers in continuous mode); a warm-up (the
 run's very first step runs once before it and is discarded, see attempt() in measure());
@@ -75,14 +75,13 @@ from scipy import stats
 from benchlib import params as check
 from benchlib import outputs, pgbench, queues, sql
 from benchlib.errors import BenchError, failure_reason
-from benchlib.measure import CpuMeter, _tree_cpu_s, now_ns, percentiles_ms
+from benchlib.measure import CpuMeter, tree_cpu_s, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity.analysis import WARMUP, producers_held
-from benchlib.studies.capacity import producers as producer_process
-from benchlib.studies.capacity.producers import ProducerProcess
+from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import Ledger, Reconciled
 
@@ -113,7 +112,7 @@ class Params:
     batch: int | None = None  # given: every system at this batch; None: one cell per `fetch`
     fetch: tuple[str, ...] = ("best",)  # best: the drain study's best batch (else DEFAULT_BATCH); default: its own
     producers: int = 2
-    producers_run: str | None = None  # apart: a process of their own (producers.py); with_consumers: the harness's;
+    producers_run: str | None = None  # apart: a process of their own (workload/producers.py); with_consumers: the harness's;
     # None: apart on PostgreSQL, with the consumers on an embedded database (SQLite, Turso) and S3
     start_rate: float = 200.0  # where no drain result says better (jobs/s)
     drain_profile: str | None = "standard"  # whose published drain data give each search's start
@@ -548,13 +547,13 @@ class _ApartCpu:
     the client side, wherever it runs) and given on its own."""
 
     def __init__(self, **pids: int | None) -> None:
-        self.before = {name: _tree_cpu_s(pid) if pid else None for name, pid in pids.items()}
+        self.before = {name: tree_cpu_s(pid) if pid else None for name, pid in pids.items()}
         self.pids = pids
 
     def added_to(self, costs: dict[str, float | None], jobs: int) -> dict[str, float | None]:
         out = dict(costs)
         for name, pid in self.pids.items():
-            spent, before = (_tree_cpu_s(pid) if pid else None), self.before[name]
+            spent, before = (tree_cpu_s(pid) if pid else None), self.before[name]
             part = (spent - before) * 1e6 / jobs if spent is not None and before is not None and jobs else None
             out[f"{name}_cpu_us_per_job"] = part
             if part is not None and out["client_cpu_us_per_job"] is not None:
@@ -979,7 +978,7 @@ def cells(p: Params) -> list[Cell]:
             after = () if searching else (order.index((s, c, b)),)
             limit = (pgbench.__file__,) if with_limit(p, s) else ()
             out.append(Cell({"system": s, "consumers": c, "round": rnd, **plans[(s, c, b)]},
-                            (__file__, producer_process.__file__, *limit, *queues.code_files(s)),
+                            (__file__, *limit, *queues.code_files(s)),
                             steps=steps + bool(limit), after=after))
     return out
 

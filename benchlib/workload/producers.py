@@ -1,4 +1,4 @@
-"""The capacity study's producers in a process of their own (Params.producers_run = "apart").
+"""Producers in a process of their own (the capacity study's Params.producers_run = "apart").
 
 Why: the producers shared the harness's process, and its one event loop, with the consumers.
 A worker library in Python (procrastinate, chancy, pgqueuer, absurd) spends most of a core
@@ -91,7 +91,7 @@ class ProducerProcess:
         if self.proc is not None:
             return
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchlib.studies.capacity.producers", stdin=asyncio.subprocess.PIPE,
+            sys.executable, "-m", "benchlib.workload.producers", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
             preexec_fn=dies_with_us(), limit=1 << 20)
         self._stderr_task = asyncio.create_task(self._read_stderr())

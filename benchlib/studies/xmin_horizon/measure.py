@@ -47,7 +47,7 @@ from benchlib.measure import Latencies, now_ns
 from benchlib.provision import PgServer
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
-from benchlib.workload import drivers, pacing, sampler
+from benchlib.workload import drivers, pacing, phases, sampler
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import Producers
 
@@ -56,7 +56,7 @@ AXES = ("designs", "holders")
 SQL = sql.beside(__file__)
 # our reference designs, then the real pull systems on PostgreSQL, driven the same way
 DESIGNS = ("skip_locked_delete", "skip_locked", "claim_then_delete", "rotation", "pgmq", "pgqrs")
-PHASES = ("baseline", "held")
+PHASES = ("baseline", "held")  # the timed phases' names (cell_phases): the phase table's rows
 GROUP = "xmin"  # the consumer group of the log design
 BYSTANDER_DB = "benchlib_bystander"
 POLL_S = 0.005  # a consumer's pause after finding nothing
@@ -228,11 +228,16 @@ class Snapshot:
     rotation: dict[str, Any] = field(default_factory=dict)
 
 
+def cell_phases(phase_s: float) -> tuple[phases.Phase, ...]:
+    """A cell's sequence (workload/phases.py): `baseline` (no holder) and `held` (the holder
+    taken at the boundary), phase_s each, then the drain."""
+    return phases.check((phases.Phase("baseline", "load", phase_s), phases.Phase("held", "hold", phase_s),
+                         phases.Phase("drain", "drain")))
+
+
 def phase_at(t_s: float, phase_s: float) -> str:
     """The phase a window belongs to, judged by its midpoint."""
-    if t_s < phase_s:
-        return "baseline"
-    return "held" if t_s < 2 * phase_s else "drain"
+    return phases.phase_at(t_s, cell_phases(phase_s))
 
 
 def window_row(prev: Snapshot, cur: Snapshot, phase_s: float) -> dict[str, Any]:
@@ -378,7 +383,8 @@ async def _producer(target: PgServer, queue: Any, session: Any, rate: float, liv
 async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session: Any, holder: Any, admin: Any,
                     p: Params, live: _Live, rows: list, on_phase) -> None:
     """Producers, consumers (the harness's, or the library's workers), bystanders, ticker and
-    sampler for the baseline and the held phase, then the drain of what is left."""
+    sampler through the cell's phases (cell_phases: the baseline, the held phase, then the
+    drain of what is left)."""
     consume = _log_consumer if getattr(queue, "ticked", False) else _pull_consumer
     members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
     if getattr(queue, "ticked", False):
@@ -401,16 +407,24 @@ async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session:
             tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
         tg.create_task(_sampler(target, queue, p, live, start, rows))
 
-        per_phase = round(p.phase_s / p.sample_interval_s)
-        on_phase("baseline")
-        await _after_sample(live, per_phase)
-        live.phase = "held"
-        on_phase("held")
-        await holder.start(target, admin)
-        await _after_sample(live, 2 * per_phase)
+        sequence = cell_phases(p.phase_s)
+        holding = False
+        for phase, end_s in zip(sequence, [*phases.ends_s(sequence), None]):
+            if phase.kind == "drain":
+                break
+            live.phase = phase.name
+            on_phase(phase.name)
+            if phase.kind == "hold" and not holding:
+                await holder.start(target, admin)
+            elif phase.kind != "hold" and holding:
+                await holder.stop(admin)
+            holding = phase.kind == "hold"
+            await _after_sample(live, round(end_s / p.sample_interval_s))  # phase changes follow a sample
         live.stop_producing.set()
-        await holder.stop(admin)  # server-side, checked gone
-        live.phase = "drain"
+        if holding:
+            await holder.stop(admin)  # server-side, checked gone
+        live.phase = sequence[-1].name
+        on_phase(live.phase)
         await asyncio.wait(producers)  # an insert in flight must land before we count what is left
         deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
         while live.ledger.distinct < wanted and time.monotonic() < deadline:
@@ -581,8 +595,8 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
         raise RuntimeError(f"{rec.unknown} consumed job(s) carried an id the harness never produced")
     accounting = {"produced": rec.enqueued, "consumed": rec.handled, "lost": rec.lost, "duplicates": rec.duplicates}
     window_schema = {k: v for k, v in SAMPLE_SCHEMA.items() if rows and k in rows[0]}
-    phases = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
-    return rows, phases, accounting
+    phase_table = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
+    return rows, phase_table, accounting
 
 
 # --- what the runner needs (runner.Study) ---------------------------------------------
@@ -612,7 +626,7 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 def max_jobs(p: Params) -> int:
     """Every job produced is counted by id; the bystander table's rows live beside them."""
-    return int(p.rate * (len(PHASES) * p.phase_s + p.drain_timeout_s)) + p.bystander_rows
+    return int(p.rate * (phases.ends_s(cell_phases(p.phase_s))[-1] + p.drain_timeout_s)) + p.bystander_rows
 
 
 def cells(p: Params) -> list[Cell]:
@@ -647,10 +661,10 @@ async def measure(p: Params, cell: Cell, server: PgServer, state: dict, step: Ca
     def on_phase(phase: str) -> None:
         step(phase, advance=int(phase == "held"))
 
-    rows, phases, accounting = await run_cell(server, state["bystanders"], design, holder, p, on_phase)
+    rows, phase_table, accounting = await run_cell(server, state["bystanders"], design, holder, p, on_phase)
     major = state["server_major"]
     return {"samples": [{**r, "server_major": major} for r in rows],
-            "phases": [{**ph, **accounting, "settings": state["settings"], "server_major": major} for ph in phases]}
+            "phases": [{**ph, **accounting, "settings": state["settings"], "server_major": major} for ph in phase_table]}
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:

@@ -186,7 +186,7 @@ def _producers_held(mine: pl.DataFrame, r: dict) -> str | None:
     return producers_held(at.row(-1, named=True)) if at.height else None
 
 
-LOOKED = "the hold ended at second"  # how measure._hold_window's reason for a hold ended at a look begins
+LOOKED = "the hold ended at second"  # how a hold ended at a look has its reason begin (measure writes it)
 
 
 def looked_ended(steps: pl.DataFrame) -> int:

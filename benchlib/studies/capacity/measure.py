@@ -80,7 +80,7 @@ from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.capacity.analysis import WARMUP, producers_held
+from benchlib.studies.capacity.analysis import LOOKED, WARMUP, producers_held
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import Ledger, Reconciled
@@ -95,6 +95,13 @@ POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "p
 PASS_ACHIEVED = 0.99
 SLOPE_SHARE, SLOPE_FLOOR = 0.01, 5.0
 BACKLOG_S = 2.0
+
+
+def slope_limit(rate: float) -> float:
+    """The backlog's growth a step at `rate` may show and pass (jobs/s): 1 % of the rate, at least
+    5 jobs/s (a slow rate's backlog moves by whole jobs, whose noise 1 % of it would fail)."""
+    return max(SLOPE_SHARE * rate, SLOPE_FLOOR)
+
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
@@ -304,7 +311,7 @@ def verdict(rate: float, achieved: float, slope: tuple[float, float, float], bac
     earlier stamps) stays just under the limit at its instants."""
     if error:
         return "fail", error
-    limit = max(SLOPE_SHARE * rate, SLOPE_FLOOR)
+    limit = slope_limit(rate)
     _, lo, hi = slope
     if backlog_max > BACKLOG_S * rate:
         return "fail", f"the backlog reached {backlog_max:,} jobs, more than {BACKLOG_S:g} s of production"
@@ -622,7 +629,7 @@ async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int,
     the 36 long holds of 2026-11-27, 26 failed, most slowly growing, and ran 20 to 45 s each:
     a quarter of the study's hour."""
     limit = OVERFLOW * BACKLOG_S * plan.rate
-    slope_limit = max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR)
+    limit_slope = slope_limit(plan.rate)
     end = window_start + int(plan.seconds * 1e9)
     looks = max(0, math.ceil(plan.seconds) - looks_from) if looks_from else 0
     readings = [ledger.acknowledged - ledger.distinct]
@@ -637,10 +644,10 @@ async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int,
         if looks and looks_from <= second < plan.seconds:
             level = 1 - 2 * LOOKS_ALPHA / looks
             slope, lo, _ = slope_interval(np.array(readings), level)
-            if lo > slope_limit:
-                return EarlyEnd(second, f"the hold ended at second {second}: its live backlog grew {slope:,.1f} "
+            if lo > limit_slope:
+                return EarlyEnd(second, f"{LOOKED} {second}: its live backlog grew {slope:,.1f} "
                                         f"jobs/s, {level:.2%} lower bound {lo:,.1f} over the limit "
-                                        f"{slope_limit:,.1f}")
+                                        f"{limit_slope:,.1f}")
     return None
 
 
@@ -648,7 +655,7 @@ def _window_holds(ledger: Ledger, plan: StepPlan, start: int, end: int) -> bool:
     """Whether the window could pass on its backlog alone (so draining the rest is worth it)."""
     backlog_series = ledger.reconcile().backlog_at(start + np.arange(0, int((end - start) / 1e9) + 1) * 1_000_000_000)
     _, lo, _ = slope_interval(backlog_series)
-    return backlog_series.max() <= BACKLOG_S * plan.rate and lo <= max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR)
+    return backlog_series.max() <= BACKLOG_S * plan.rate and lo <= slope_limit(plan.rate)
 
 
 def _raise_failed(tasks: list[asyncio.Task]) -> None:
@@ -702,7 +709,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
         "rate": plan.rate, "window_s": seconds, "achieved": achieved,
         "lag_p99_ms": float(np.percentile(np.frombuffer(out.lag_ns, np.int64), 99) / 1e6) if out.lag_ns else None,
         "slope": slope[0], "slope_lo": slope[1], "slope_hi": slope[2],
-        "slope_limit": max(SLOPE_SHARE * plan.rate, SLOPE_FLOOR),
+        "slope_limit": slope_limit(plan.rate),
         "backlog_max": int(backlog_series.max()), "backlog_limit": BACKLOG_S * plan.rate,
         "verdict": outcome, "reason": reason,
         "e2e_p50_ms": e2e["e2e_p50_ms"], "e2e_p99_ms": e2e["e2e_p99_ms"], "e2e_max_ms": e2e["e2e_max_ms"],

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import jinja2
 
-from benchlib import charts, features, frontpage, outputs, sweeps
+from benchlib import charts, features, frontpage, outputs, sweeps, timeline
 from benchlib.errors import BenchError
 from benchlib.results import load_profile, run_minutes, write_text
 from benchlib.queues import QUEUES
@@ -141,6 +142,12 @@ def setting_sets(manifests: list[dict]) -> list[dict]:
     return list(sets.values())
 
 
+def _reported(measure: Any) -> list[str]:
+    """The tables a study's section reads: all but the cells' timeline (timeline.py), which no
+    section draws yet, so results published before a study kept one still render."""
+    return [t for t in measure.TABLES if t != timeline.TABLE]
+
+
 def _stale_layout(tables: dict, schemas: dict) -> list[str]:
     """The columns today's schemas have that no published run of a table carries: results
     written before a study's layout changed, which its analysis cannot read."""
@@ -161,7 +168,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
     with outputs.locked(data_dir):
         for name in studies:  # a profile of one study only (seed) has no section for the others
             study = STUDIES[name]
-            loaded = {t: load_profile(data_dir, name, profile, t) for t in study.measure.TABLES}
+            loaded = {t: load_profile(data_dir, name, profile, t) for t in _reported(study.measure)}
             tables = {t: df for t, (df, _) in loaded.items()}
             found = next(iter(loaded.values()))[1]
             where_rel = os.path.relpath(data_dir / name / profile, out.parent)
@@ -186,7 +193,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
 
             def other(other_profile: str, study_name: str = name) -> dict:
                 return {t: load_profile(data_dir, study_name, other_profile, t)[0]
-                        for t in STUDIES[study_name].measure.TABLES}
+                        for t in _reported(STUDIES[study_name].measure)}
 
             ctx = study.report.context(tables, found, figure, other)
             headline += ctx["headline"]

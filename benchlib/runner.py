@@ -12,6 +12,8 @@ lives here once:
   the same code, on the same machine and server, with the same parameters, is
   reused; a damaged cache file is reported and re-measured;
 - a failing cell is kept as rows with its reason, and the run goes on;
+- a study that lists timeline.TABLE among its tables gets each measured cell's timeline
+  (phases, holders, faults, as they happened; timeline.py) published as that table;
 - a complete run publishes its tables and one manifest of one shape for every
   study; a run that reused every cell of the published file leaves it alone;
 - the load average before and after is recorded, so a reader can see whether
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from benchlib import footprint, outputs
+from benchlib import footprint, outputs, timeline
 from benchlib.errors import failure_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
@@ -227,15 +229,19 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
 
                     before, cell_cpu = pbar.n, CpuShare()
                     state["resume"] = CellResume(store, key)  # a long cell's finished steps, across an interrupt
-                    try:
-                        rows = await study.measure(params, cell, target, state, step)
-                    except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
-                        rows = study.failed(params, cell, failure_reason(err))
+                    with timeline.opened() as events:
+                        try:
+                            rows = await study.measure(params, cell, target, state, step)
+                        except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
+                            rows = study.failed(params, cell, failure_reason(err))
+                    if timeline.TABLE in study.TABLES:  # what happened when, up to a failure too
+                        rows = {**rows, timeline.TABLE: events.events}
                     company[key] = {"cell": cell.label, **cell_cpu.stop()}
                     pbar.update(max(0, before + cell.steps - pbar.n))
                     extra = {"cell_key": key, "run_id": run_id}
                     for t, schema in study.TABLES.items():
-                        df = frame(({**cell.parts, **r, **extra} for r in rows.get(t, [])), schema)
+                        parts = {} if t == timeline.TABLE else cell.parts  # events name their cell by its key
+                        df = frame(({**parts, **r, **extra} for r in rows.get(t, [])), schema)
                         if store is not None:
                             store.put_cell(key, df, t)
                         frames[t].append(df)

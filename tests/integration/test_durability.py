@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import polars as pl
 import psutil
 import pytest
 
@@ -42,6 +43,11 @@ async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
     assert (crashes["acked"] > 0).all()  # the clients really worked before the kill
     assert (crashes["lost"] == 0).all() and (crashes["synchronous_commit"] == "on").all()
     assert (tmp_path / "durability" / "smoke" / "default.crashes.parquet").exists()
+    # the timeline has each kill and each restart, in the crash cells only
+    faults = run.events.filter(pl.col("kind") == "fault")
+    assert faults["name"].to_list() == ["SIGKILL", "restarted"] * 6
+    assert set(faults["cell_key"]) == set(crashes["cell_key"])
+    assert (tmp_path / "durability" / "smoke" / "default.events.parquet").exists()
     manifest = json.loads((tmp_path / "durability" / "smoke" / "default.manifest.json").read_text())
     assert manifest["server"]["settings_requested"] == {}
     # the same params draw the same crash moments (a rerun crashes at the same instants)

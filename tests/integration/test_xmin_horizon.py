@@ -72,6 +72,18 @@ async def _check_every_cell(tmp_path, designs: tuple[str, ...]) -> pl.DataFrame:
         assert peak.item() > 100, real
     assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.samples.parquet").exists()
     assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.phases.parquet").exists()
+    # each cell's timeline: its phases in order, the holder taken at the held phase and released
+    # before the drain, at the instants the phases were meant to change (phase_s = 3)
+    events = result.events
+    assert set(events["cell_key"]) == set(phases["cell_key"])
+    for _, cell in events.group_by("cell_key"):
+        assert cell["t_s"].is_sorted()
+        assert cell.filter(pl.col("kind") == "phase")["name"].to_list() == ["baseline", "held", "drain"]
+        assert cell.filter(pl.col("kind") == "holder")["detail"].to_list() == ["holding the xmin horizon back",
+                                                                               "released"]
+        at = dict(cell.filter(pl.col("kind") == "phase").select("name", "t_s").iter_rows())
+        assert 2.5 < at["held"] - at["baseline"] < 4.5 and 2.5 < at["drain"] - at["held"] < 4.5
+    assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.events.parquet").exists()
     return phases
 
 

@@ -43,6 +43,7 @@ from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import payload
+from benchlib import timeline
 from benchlib.runner import Cell, Rows
 from benchlib.studies.drain import measure as drain
 from benchlib.studies.drain.measure import drain_once
@@ -179,7 +180,7 @@ CRASHES: Schema = {
     "started_at": (pl.String, "UTC time the cycle started"),
 }
 
-TABLES = {"samples": SAMPLES, "crashes": CRASHES}
+TABLES = {"samples": SAMPLES, "crashes": CRASHES, timeline.TABLE: timeline.SCHEMA}  # events: each kill, restart
 
 
 # --- the crash cycle -----------------------------------------------------------------
@@ -228,9 +229,11 @@ async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_aft
             if t.done() and t.exception() is not None:
                 raise t.exception()
         crashed_ns = now_ns()
+        timeline.mark("fault", "SIGKILL", f"the whole server, {crash_after_s:.2f} s after the clients started")
         # synchronous: no client task runs between the last acknowledgement it saw and the
         # kill; the server then recovers from its WAL before it accepts connections again
         recovery_s = server.crash_and_restart()
+        timeline.mark("fault", "restarted", f"accepting connections after {recovery_s:.2f} s of recovery")
     finally:
         for t in tasks:
             t.cancel()

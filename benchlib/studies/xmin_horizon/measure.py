@@ -47,6 +47,7 @@ from benchlib.measure import Latencies, now_ns
 from benchlib.provision import PgServer
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
+from benchlib import timeline
 from benchlib.workload import drivers, pacing, phases, sampler
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import Producers
@@ -209,7 +210,7 @@ PHASE_SCHEMA: Schema = {
     "run_id": (pl.String, ""),
 }
 
-TABLES = {"samples": SAMPLE_SCHEMA, "phases": PHASE_SCHEMA}
+TABLES = {"samples": SAMPLE_SCHEMA, "phases": PHASE_SCHEMA, timeline.TABLE: timeline.SCHEMA}  # events: phases, holder
 
 
 # --- the sampler's arithmetic (pure, unit-tested) ----------------------------------------
@@ -414,17 +415,22 @@ async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session:
                 break
             live.phase = phase.name
             on_phase(phase.name)
+            timeline.mark("phase", phase.name, f"{phase.kind}, {phase.seconds:g} s")
             if phase.kind == "hold" and not holding:
                 await holder.start(target, admin)
+                timeline.mark("holder", holder.name, "holding the xmin horizon back")
             elif phase.kind != "hold" and holding:
                 await holder.stop(admin)
+                timeline.mark("holder", holder.name, "released")
             holding = phase.kind == "hold"
             await _after_sample(live, round(end_s / p.sample_interval_s))  # phase changes follow a sample
         live.stop_producing.set()
         if holding:
             await holder.stop(admin)  # server-side, checked gone
+            timeline.mark("holder", holder.name, "released")
         live.phase = sequence[-1].name
         on_phase(live.phase)
+        timeline.mark("phase", live.phase, "drain: producers stopped")
         await asyncio.wait(producers)  # an insert in flight must land before we count what is left
         deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
         while live.ledger.distinct < wanted and time.monotonic() < deadline:

@@ -11,7 +11,8 @@ Outside a cell (a test, a notebook calling a helper) `mark` does nothing.
 
 It records, it does not measure: a change here makes no published number stale, so it lives
 beside the runner, outside results.MEASURING_CODE (a study that starts marking re-measures, as
-its own code changed). A cell resumed after an
+its own code changed). A study that publishes the table lists this file among its cells' code,
+so a change of its schema re-measures those studies, never mixing two layouts in one table. A cell resumed after an
 interrupt (the capacity study's steps replayed from its resume file) has the events from its
 resumption on; the replayed steps' rows keep their own `started_at`.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from datetime import datetime, timezone
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,7 +29,8 @@ import polars as pl
 
 TABLE = "events"
 SCHEMA = {
-    "t_s": (pl.Float64, "seconds since the cell began (monotonic clock)"),
+    "t_s": (pl.Float64, "seconds since the runner began the cell (monotonic clock; before its setup)"),
+    "at": (pl.String, "UTC wall-clock time of the event (ISO 8601, microseconds): to line it up with other tables"),
     "kind": (pl.String, "phase | holder | fault | step | sample (what the event is about)"),
     "name": (pl.String, "which one: a phase's or holder's name, a fault, a step's purpose"),
     "detail": (pl.String, "free text: a rate, a verdict, a count (null when nothing to add)"),
@@ -44,8 +47,9 @@ class Timeline:
         self.events: list[dict[str, Any]] = []
 
     def mark(self, kind: str, name: str, detail: str | None = None) -> None:
-        self.events.append({"t_s": (time.monotonic_ns() - self.start_ns) / 1e9, "kind": kind, "name": name,
-                            "detail": detail})
+        self.events.append({"t_s": (time.monotonic_ns() - self.start_ns) / 1e9,
+                            "at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                            "kind": kind, "name": name, "detail": detail})
 
 
 _current: contextvars.ContextVar[Timeline | None] = contextvars.ContextVar("benchlib_timeline", default=None)

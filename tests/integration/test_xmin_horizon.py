@@ -79,8 +79,7 @@ async def _check_every_cell(tmp_path, designs: tuple[str, ...]) -> pl.DataFrame:
     for _, cell in events.group_by("cell_key"):
         assert cell["t_s"].is_sorted()
         assert cell.filter(pl.col("kind") == "phase")["name"].to_list() == ["baseline", "held", "drain"]
-        assert cell.filter(pl.col("kind") == "holder")["detail"].to_list() == ["holding the xmin horizon back",
-                                                                               "released"]
+        assert cell.filter(pl.col("kind") == "holder")["detail"].to_list() == ["taken", "released"]
         at = dict(cell.filter(pl.col("kind") == "phase").select("name", "t_s").iter_rows())
         assert 2.5 < at["held"] - at["baseline"] < 4.5 and 2.5 < at["drain"] - at["held"] < 4.5
     assert (tmp_path / "xmin_horizon" / "notebook" / "postgres.events.parquet").exists()

@@ -1,9 +1,9 @@
-"""A cell's timeline (workload/timeline.py): what the runner publishes as every study's `events`."""
+"""A cell's timeline (benchlib/timeline.py): what the runner publishes as `events` for a study that keeps one."""
 from __future__ import annotations
 
 import asyncio
 
-from benchlib.workload import timeline
+from benchlib import timeline
 
 
 def test_a_mark_outside_a_cell_is_nothing():

@@ -317,8 +317,9 @@ def crash_support(queue: str) -> str | None:
 
 
 def _code(queue: str) -> tuple[str, ...]:
-    """What measures a cell: this module, the drain sample it runs, pgbench, the queue's own."""
-    return (__file__, drain.__file__, pgbench.__file__, *queues.code_files(queue))
+    """What measures a cell: this module, the drain sample it runs, pgbench, the queue's own, and
+    the timeline its events table is written by."""
+    return (__file__, drain.__file__, pgbench.__file__, timeline.__file__, *queues.code_files(queue))
 
 
 def cells(p: Params) -> list[Cell]:

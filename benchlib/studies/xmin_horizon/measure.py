@@ -418,7 +418,7 @@ async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session:
             timeline.mark("phase", phase.name, f"{phase.kind}, {phase.seconds:g} s")
             if phase.kind == "hold" and not holding:
                 await holder.start(target, admin)
-                timeline.mark("holder", holder.name, "holding the xmin horizon back")
+                timeline.mark("holder", holder.name, "taken")
             elif phase.kind != "hold" and holding:
                 await holder.stop(admin)
                 timeline.mark("holder", holder.name, "released")
@@ -636,7 +636,7 @@ def max_jobs(p: Params) -> int:
 
 
 def cells(p: Params) -> list[Cell]:
-    return [Cell({"design": d, "holder": h}, (__file__, *queues.code_files(d), module_file(HOLDERS[h])),
+    return [Cell({"design": d, "holder": h}, (__file__, timeline.__file__, *queues.code_files(d), module_file(HOLDERS[h])),
                  steps=len(PHASES))
             for d in p.designs for h in p.holders]
 

@@ -12,7 +12,10 @@ Order of events, so that bad input never costs a measurement:
    the sweep before anything runs;
 3. execute the notebooks one by one, each with one terminal bar (relayed from the
    kernel) and its log and executed copy in build/notebooks/;
-4. print what ran, how long it took, where the results went, lost and duplicates.
+4. once every run of a study has run (or was skipped), remove the published files of runs
+   the profile no longer lists (a family of runs dropped from the profile), saying which:
+   the report reads every file of a study's directory, and would mix them in;
+5. print what ran, how long it took, where the results went, lost and duplicates.
 """
 from __future__ import annotations
 
@@ -102,8 +105,27 @@ def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) 
                     notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
                 job.seconds = time.monotonic() - started
                 job.result = watch.state.get("result", {})
+            for path in unlisted(jobs, data_dir, profile):
+                print(f"removed {os.path.relpath(path, Path.cwd())}: its run is no longer in the {profile} profile",
+                      flush=True)
+                path.unlink()
     finally:
         os.environ.pop(RELAY_ENV, None)
+
+
+def unlisted(jobs: list[Job], data_dir: Path, profile: str) -> list[Path]:
+    """The published files (`<run>.<table>.parquet`, `<run>.manifest.json`) in the directories of
+    the studies swept whose run the profile no longer lists. A skipped run (a server this machine
+    lacks) is still listed: its published results stay."""
+    out = []
+    for study in sorted({j.study for j in jobs}):
+        listed = {j.name for j in jobs if j.study == study}
+        root = outputs.study_dir(data_dir, study, profile)
+        if root.is_dir():
+            out += [f for f in sorted(root.iterdir())
+                    if f.is_file() and f.name.endswith((".parquet", ".manifest.json"))
+                    and f.name.split(".")[0] not in listed]
+    return out
 
 
 def _duration(seconds: float) -> str:

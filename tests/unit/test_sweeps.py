@@ -126,6 +126,29 @@ def test_the_sweep_summary_counts_each_runs_own_rows(tmp_path):
     assert failed == {"postgres__skip_locked": "0", "sqlite__pgqrs": "3"}
 
 
+def test_a_run_dropped_from_the_profile_leaves_the_published_data(tmp_path, capsys):
+    """The report reads every file of a study's directory: a family of runs the profile no longer
+    lists (durability's rounds 6-7 on 2026-11-27) must go when the study is swept, or its old rows
+    would stand beside the new ones. A run skipped here (a server this machine lacks) keeps its files,
+    and so does every other study's directory and what is not a published run's file."""
+    where = tmp_path / "durability" / "standard"
+    where.mkdir(parents=True)
+    names = ["default.samples.parquet", "default.manifest.json", "default__pg15.crashes.parquet",
+             "default__r7.samples.parquet", "default__r7.crashes.parquet", "default__r7.manifest.json", "notes.txt"]
+    for name in names:
+        (where / name).write_text("x")
+    other = tmp_path / "drain" / "standard"
+    other.mkdir(parents=True)
+    (other / "postgres__gone.samples.parquet").write_text("x")
+    jobs = [sweep.Job("durability", name, None, {}, tmp_path / f"{name}.ipynb", skipped=why)
+            for name, why in (("default", "no change"), ("default__pg15", "PostgreSQL 15 is not installed"))]
+    sweep.execute(jobs, tmp_path, "standard")  # every job skipped: no kernel, no server
+    assert sorted(f.name for f in where.iterdir() if not f.name.startswith(".")) == sorted(
+        n for n in names if "__r7" not in n)
+    assert (other / "postgres__gone.samples.parquet").exists()
+    assert capsys.readouterr().out.count("is no longer in the standard profile") == 3
+
+
 def test_a_server_the_machine_lacks_is_skipped_and_said(tmp_path, monkeypatch, capsys):
     """A profile's run on another server major (`pg_major`) that this machine has no binaries
     for is skipped with the reason; every other run still runs, nothing is written for it."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from benchlib.errors import ServerMissing
 from benchlib.progress import RELAY_ENV, follow
 from benchlib.results import failure_reasons, load_profile
 from benchlib.studies import STUDIES
-from benchlib.tables import Table, fmt
+from benchlib.tables import Table, fmt, plural
 
 
 @dataclass
@@ -105,10 +106,12 @@ def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) 
                     notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
                 job.seconds = time.monotonic() - started
                 job.result = watch.state.get("result", {})
-            for path in unlisted(jobs, data_dir, profile):
-                print(f"removed {os.path.relpath(path, Path.cwd())}: its run is no longer in the {profile} profile",
-                      flush=True)
+            gone = unlisted(jobs, data_dir, profile)
+            for path in gone:
                 path.unlink()
+            for run, files in sorted(Counter(f"{p.parent.parent.name} {p.name.split('.')[0]}" for p in gone).items()):
+                print(f"removed {run}'s published results ({plural(files, 'file')}): the {profile} profile no longer "
+                      f"lists the run", flush=True)
     finally:
         os.environ.pop(RELAY_ENV, None)
 

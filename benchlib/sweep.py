@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,12 +105,14 @@ def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) 
                     notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
                 job.seconds = time.monotonic() - started
                 job.result = watch.state.get("result", {})
-            gone = unlisted(jobs, data_dir, profile)
-            for path in gone:
-                path.unlink()
-            for run, files in sorted(Counter(f"{p.parent.parent.name} {p.name.split('.')[0]}" for p in gone).items()):
-                print(f"removed {run}'s published results ({plural(files, 'file')}): the {profile} profile no longer "
-                      f"lists the run", flush=True)
+            by_run: dict[str, list[Path]] = {}
+            for path in unlisted(jobs, data_dir, profile):
+                by_run.setdefault(f"{path.parent.parent.name} {path.name.split('.')[0]}", []).append(path)
+            for run, paths in by_run.items():  # said before it is done: an error midway leaves no silent removal
+                print(f"removing {run}'s published results ({plural(len(paths), 'file')}): the {profile} profile "
+                      f"no longer lists the run", flush=True)
+                for path in paths:
+                    path.unlink()
     finally:
         os.environ.pop(RELAY_ENV, None)
 

@@ -147,8 +147,8 @@ def test_a_run_dropped_from_the_profile_leaves_the_published_data(tmp_path, caps
         n for n in names if "__r7" not in n)
     assert (other / "postgres__gone.samples.parquet").exists()
     out = capsys.readouterr().out
-    assert "removed durability default__r7's published results (3 files): the standard profile no longer lists the run" in out
-    assert out.count("removed") == 1
+    assert "removing durability default__r7's published results (3 files): the standard profile no longer lists the run" in out
+    assert out.count("removing") == 1
 
 
 def test_a_server_the_machine_lacks_is_skipped_and_said(tmp_path, monkeypatch, capsys):

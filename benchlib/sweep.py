@@ -105,10 +105,7 @@ def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) 
                     notebooks.execute(notebooks.notebook_for(job.study), job.out, job.parameters)
                 job.seconds = time.monotonic() - started
                 job.result = watch.state.get("result", {})
-            by_run: dict[str, list[Path]] = {}
-            for path in unlisted(jobs, data_dir, profile):
-                by_run.setdefault(f"{path.parent.parent.name} {path.name.split('.')[0]}", []).append(path)
-            for run, paths in by_run.items():  # said before it is done: an error midway leaves no silent removal
+            for run, paths in unlisted(jobs, data_dir, profile).items():  # said before done: no silent removal
                 print(f"removing {run}'s published results ({plural(len(paths), 'file')}): the {profile} profile "
                       f"no longer lists the run", flush=True)
                 for path in paths:
@@ -117,18 +114,18 @@ def execute(jobs: list[Job], data_dir: Path, profile: str, force: bool = False) 
         os.environ.pop(RELAY_ENV, None)
 
 
-def unlisted(jobs: list[Job], data_dir: Path, profile: str) -> list[Path]:
+def unlisted(jobs: list[Job], data_dir: Path, profile: str) -> dict[str, list[Path]]:
     """The published files (`<run>.<table>.parquet`, `<run>.manifest.json`) in the directories of
-    the studies swept whose run the profile no longer lists. A skipped run (a server this machine
-    lacks) is still listed: its published results stay."""
-    out = []
+    the studies swept whose run the profile no longer lists, by "<study> <run>". A skipped run (a
+    server this machine lacks) is still listed: its published results stay."""
+    out: dict[str, list[Path]] = {}
     for study in sorted({j.study for j in jobs}):
         listed = {j.name for j in jobs if j.study == study}
         root = outputs.study_dir(data_dir, study, profile)
-        if root.is_dir():
-            out += [f for f in sorted(root.iterdir())
-                    if f.is_file() and f.name.endswith((".parquet", ".manifest.json"))
-                    and f.name.split(".")[0] not in listed]
+        for f in sorted(root.iterdir()) if root.is_dir() else []:
+            run = f.name.split(".")[0]
+            if f.is_file() and f.name.endswith((".parquet", ".manifest.json")) and run not in listed:
+                out.setdefault(f"{study} {run}", []).append(f)
     return out
 
 

@@ -1,9 +1,12 @@
 """Bad input fails with one line that names the parameter, before any work."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from benchlib.errors import BenchError
+from benchlib import runner
 from benchlib.studies.drain import Params, measure
 
 
@@ -28,6 +31,20 @@ def test_lists_and_strings_normalise_to_tuples():
     assert Params(backend="sqlite").queue == "sqlite"
 
 
+def test_a_skipped_cell_is_left_out_and_the_others_keep_their_keys():
+    """Leaving a cell out is an axis (like the backlog per cell): the remaining cells are the same
+    points with the same keys, so dropping one re-measures none of the others."""
+    grid = Params(backend="sqlite", consumers=[1, 2, 4], batch_sizes=[1, 10], prefill=100)
+    fewer = Params(backend="sqlite", consumers=[1, 2, 4], batch_sizes=[1, 10], prefill=100, skip_cells=["02x1", "4x1"])
+    assert fewer.skip_cells == ("2x1", "4x1")
+    kept = [(c.parts["consumers"], c.parts["batch_size"]) for c in measure.cells(fewer)]
+    assert kept == [(1, 1), (1, 10), (2, 10), (4, 10)]
+    server = SimpleNamespace(identity={"kind": "sqlite"})  # what a preflight's plan names the server by
+    keys = {(c.parts["consumers"], c.parts["batch_size"]): k for c, _, k in runner.keys_of(measure, grid, server)}
+    assert {(c.parts["consumers"], c.parts["batch_size"]): k for c, _, k in runner.keys_of(measure, fewer, server)} == {
+        cell: keys[cell] for cell in kept}
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"backend": "mysql"}, "unknown backend 'mysql'"),
     ({"queue": "nope"}, "unknown queue 'nope'"),
@@ -42,6 +59,10 @@ def test_lists_and_strings_normalise_to_tuples():
     ({"warmup": -1}, "warmup must be >= 0"),
     ({"warmup_prefill": 0}, "warmup_prefill must be >= 1"),
     ({"idle_timeout_s": 0}, "idle_timeout_s must be > 0"),
+    ({"skip_cells": "2x1"}, "skip_cells lists cells such as '4x1'"),
+    ({"skip_cells": ["2by1"]}, "'2by1' is not a cell"),
+    ({"consumers": [1, 2], "batch_sizes": [1], "skip_cells": ["4x1"]}, "4x1 not in the grid of consumers x batch_sizes (1x1, 2x1)"),
+    ({"consumers": [1], "batch_sizes": [1, 10], "skip_cells": ["1x1", "1x10"]}, "leaves no cell to measure"),
 ])
 def test_bad_input_is_one_line(kwargs, message):
     with pytest.raises(BenchError) as err:

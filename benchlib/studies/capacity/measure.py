@@ -80,7 +80,8 @@ from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.capacity.analysis import LOOKED, WARMUP, producers_held
+from benchlib.studies.capacity import wording
+from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import Ledger, Reconciled
@@ -95,13 +96,6 @@ POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "p
 PASS_ACHIEVED = 0.99
 SLOPE_SHARE, SLOPE_FLOOR = 0.01, 5.0
 BACKLOG_S = 2.0
-
-
-def slope_limit(rate: float) -> float:
-    """The backlog's growth a step at `rate` may show and pass (jobs/s): 1 % of the rate, at least
-    5 jobs/s (a slow rate's backlog moves by whole jobs, whose noise 1 % of it would fail)."""
-    return max(SLOPE_SHARE * rate, SLOPE_FLOOR)
-
 OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
@@ -109,6 +103,12 @@ LOOKS_ALPHA = 0.01  # a long hold's looks at its slope: the chance, over all of 
 ANALYZE_AFTER_S = 0.5  # PostgreSQL: the first ANALYZE, this far into the warm-up (at most half of it)
 STATEMENTS = "pg_stat_statements"
 SQL = sql.beside(__file__)
+
+
+def slope_limit(rate: float) -> float:
+    """The backlog's growth a step at `rate` may show and pass (jobs/s): 1 % of the rate, at least
+    5 jobs/s (a slow rate's backlog moves by whole jobs, whose noise 1 % of it would fail)."""
+    return max(SLOPE_SHARE * rate, SLOPE_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -985,7 +985,7 @@ def cells(p: Params) -> list[Cell]:
             after = () if searching else (order.index((s, c, b)),)
             limit = (pgbench.__file__,) if with_limit(p, s) else ()
             out.append(Cell({"system": s, "consumers": c, "round": rnd, **plans[(s, c, b)]},
-                            (__file__, *limit, *queues.code_files(s)),
+                            (__file__, wording.__file__, *limit, *queues.code_files(s)),
                             steps=steps + bool(limit), after=after))
     return out
 

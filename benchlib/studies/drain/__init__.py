@@ -28,7 +28,7 @@ def profile_check(params: Params) -> None:
     if not params.prefill_per_cell:
         return
     missing = [f"{c}x{b}" for c in params.consumers for b in params.batch_sizes
-               if f"{c}x{b}" not in params.prefill_per_cell]
+               if f"{c}x{b}" not in params.prefill_per_cell and f"{c}x{b}" not in params.skip_cells]
     if missing:
         raise BenchError(f"{params.backend} {params.queue}: prefill_per_cell names no backlog for "
                          f"{', '.join(missing)}: name every cell of consumers x batch_sizes, or narrow them")

@@ -54,7 +54,7 @@ STUDY = "drain"
 # A cell is a point of consumers x batch size, and it drains its own backlog: the resolved
 # size sits in its parts (so in its key and its rows), not the whole map, so raising one cell's
 # backlog re-measures that cell alone.
-AXES = ("consumers", "batch_sizes", "prefill", "prefill_per_cell")
+AXES = ("consumers", "batch_sizes", "prefill", "prefill_per_cell", "skip_cells")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,10 @@ class Params:
     # per cell, "<consumers>x<batch>": its own backlog (the profile sizes each cell so the fastest
     # system on the backend takes at least 2 s, the same backlog for every system there)
     prefill_per_cell: dict[str, int] = field(default_factory=dict)
+    # cells of the consumers x batch grid left out, e.g. ("2x1", "4x1"): where a cell costs
+    # minutes and says what its neighbours say (S3 at batch 1: every job two round trips, at
+    # any number of consumers); an axis, so leaving one out re-measures no other cell
+    skip_cells: tuple[str, ...] = ()
     samples: int = 3
     warmup: int = 1
     # The warm-up sample is discarded: it warms the server's buffers, the connection path
@@ -97,18 +101,37 @@ class Params:
         }
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "skip_cells", _skipped(self))
 
 
 def _per_cell(value: Any) -> dict[str, int]:
     """{"4x10": 55000, ...}: each key a consumers x batch cell, each value a backlog."""
     if not isinstance(value, dict):
         raise BenchError(f"prefill_per_cell maps cells such as '4x10' to a backlog, got {shown(value)}")
-    out = {}
-    for key, n in value.items():
-        c, _, b = str(key).partition("x")
-        if not (c.isdigit() and b.isdigit()):
-            raise BenchError(f"prefill_per_cell: {shown(key)} is not a cell: write consumers x batch, e.g. '4x10'")
-        out[f"{int(c)}x{int(b)}"] = check.positive_int(f"prefill_per_cell[{key}]", n)
+    return {_cell_name(key, "prefill_per_cell"): check.positive_int(f"prefill_per_cell[{key}]", n)
+            for key, n in value.items()}
+
+
+def _cell_name(key: Any, what: str) -> str:
+    c, _, b = str(key).partition("x")
+    if not (c.isdigit() and b.isdigit()):
+        raise BenchError(f"{what}: {shown(key)} is not a cell: write consumers x batch, e.g. '4x10'")
+    return f"{int(c)}x{int(b)}"
+
+
+def _skipped(p: Params) -> tuple[str, ...]:
+    """skip_cells, each a cell of the grid (a typo would measure what was meant to be left out),
+    and not all of them."""
+    if isinstance(p.skip_cells, (str, bytes)) or not isinstance(p.skip_cells, (list, tuple)):
+        raise BenchError(f"skip_cells lists cells such as '4x1', got {shown(p.skip_cells)}")
+    grid = [f"{c}x{b}" for c in p.consumers for b in batch_sizes(p)]
+    out = tuple(dict.fromkeys(_cell_name(k, "skip_cells") for k in p.skip_cells))
+    strays = [k for k in out if k not in grid]
+    if strays:
+        raise BenchError(f"skip_cells: {', '.join(strays)} not in the grid of consumers x batch_sizes "
+                         f"({', '.join(grid)}): name a cell it has")
+    if len(out) == len(grid):
+        raise BenchError("skip_cells leaves no cell to measure: leave out fewer, or narrow consumers and batch_sizes")
     return out
 
 
@@ -322,7 +345,7 @@ def cells(p: Params) -> list[Cell]:
     code = (__file__, pgbench.__file__, *queues.code_files(p.queue))
     steps = p.warmup + p.samples * (2 if with_limit(p) else 1)
     return [Cell({"consumers": c, "batch_size": b, "prefill": backlog_of(p, c, b)}, code, steps=steps)
-            for c in p.consumers for b in batch_sizes(p)]
+            for c in p.consumers for b in batch_sizes(p) if f"{c}x{b}" not in p.skip_cells]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:

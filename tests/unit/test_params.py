@@ -35,8 +35,9 @@ def test_a_skipped_cell_is_left_out_and_the_others_keep_their_keys():
     """Leaving a cell out is an axis (like the backlog per cell): the remaining cells are the same
     points with the same keys, so dropping one re-measures none of the others."""
     grid = Params(backend="sqlite", consumers=[1, 2, 4], batch_sizes=[1, 10], prefill=100)
-    fewer = Params(backend="sqlite", consumers=[1, 2, 4], batch_sizes=[1, 10], prefill=100, skip_cells=["02x1", "4x1"])
+    fewer = Params(backend="sqlite", consumers=[1, 2, 4], batch_sizes=[1, 10], prefill=100, skip_cells="02x1, 4x1")
     assert fewer.skip_cells == ("2x1", "4x1")
+    assert Params(skip_cells=[]).skip_cells == ()
     kept = [(c.parts["consumers"], c.parts["batch_size"]) for c in measure.cells(fewer)]
     assert kept == [(1, 1), (1, 10), (2, 10), (4, 10)]
     server = SimpleNamespace(identity={"kind": "sqlite"})  # what a preflight's plan names the server by
@@ -59,9 +60,11 @@ def test_a_skipped_cell_is_left_out_and_the_others_keep_their_keys():
     ({"warmup": -1}, "warmup must be >= 0"),
     ({"warmup_prefill": 0}, "warmup_prefill must be >= 1"),
     ({"idle_timeout_s": 0}, "idle_timeout_s must be > 0"),
-    ({"skip_cells": "2x1"}, "skip_cells lists cells such as '4x1'"),
+    ({"skip_cells": 21}, "skip_cells lists cells such as '4x1'"),
     ({"skip_cells": ["2by1"]}, "'2by1' is not a cell"),
-    ({"consumers": [1, 2], "batch_sizes": [1], "skip_cells": ["4x1"]}, "4x1 not in the grid of consumers x batch_sizes (1x1, 2x1)"),
+    ({"skip_cells": ["2x²"]}, "is not a cell"),
+    ({"skip_cells": "2x1, 02x1"}, "skip_cells lists '2x1' twice"),
+    ({"consumers": [1, 2], "batch_sizes": [1], "skip_cells": ["4x1"]}, "unknown skip_cell '4x1': choose one of 1x1, 2x1"),
     ({"consumers": [1], "batch_sizes": [1, 10], "skip_cells": ["1x1", "1x10"]}, "leaves no cell to measure"),
 ])
 def test_bad_input_is_one_line(kwargs, message):

@@ -100,6 +100,19 @@ def test_a_run_that_sizes_backlogs_per_cell_must_name_every_cell(tmp_path, monke
     assert "\n" not in str(err.value)
 
 
+def test_a_cell_left_out_needs_no_backlog_and_a_batch_one_library_names_batch_one_only(tmp_path, monkeypatch):
+    """skip_cells' cells need no prefill_per_cell entry; a library with no fetch-size setting sweeps
+    batch 1 alone, so only its batch-1 cells need one (procrastinate here)."""
+    (tmp_path / "drain.yaml").write_text(
+        "standard:\n  runs:\n    - {backend: postgres, queue: skip_locked, consumers: [1, 4], batch_sizes: [1, 10],\n"
+        "       prefill_per_cell: {1x1: 100, 1x10: 100, 4x10: 300}, skip_cells: [4x1]}\n"
+        "    - {backend: postgres, queue: procrastinate, consumers: [1, 4], batch_sizes: [1, 10],\n"
+        "       prefill_per_cell: {1x1: 100, 4x1: 300}}\n")
+    monkeypatch.setattr(sweeps, "PROFILE_DIR", tmp_path)
+    first, second = sweeps.load("drain", "standard")
+    assert first["skip_cells"] == ["4x1"] and second["prefill_per_cell"] == {"1x1": 100, "4x1": 300}
+
+
 def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     assert sweeps.studies_with("seed") == ["xmin_horizon"]
     (run,) = sweeps.load("xmin_horizon", "seed")

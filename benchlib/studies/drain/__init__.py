@@ -27,7 +27,7 @@ def profile_check(params: Params) -> None:
     (River at its defaults once spent 6 minutes on one 3,500-job sample)."""
     if not params.prefill_per_cell:
         return
-    missing = [f"{c}x{b}" for c in params.consumers for b in params.batch_sizes
+    missing = [f"{c}x{b}" for c in params.consumers for b in measure.batch_sizes(params)
                if f"{c}x{b}" not in params.prefill_per_cell and f"{c}x{b}" not in params.skip_cells]
     if missing:
         raise BenchError(f"{params.backend} {params.queue}: prefill_per_cell names no backlog for "

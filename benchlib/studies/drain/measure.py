@@ -114,22 +114,22 @@ def _per_cell(value: Any) -> dict[str, int]:
 
 def _cell_name(key: Any, what: str) -> str:
     c, _, b = str(key).partition("x")
-    if not (c.isdigit() and b.isdigit()):
+    if not (c.isdecimal() and b.isdecimal()):  # ASCII-or-not digits int() reads; "²" is a digit it does not
         raise BenchError(f"{what}: {shown(key)} is not a cell: write consumers x batch, e.g. '4x10'")
     return f"{int(c)}x{int(b)}"
 
 
 def _skipped(p: Params) -> tuple[str, ...]:
-    """skip_cells, each a cell of the grid (a typo would measure what was meant to be left out),
-    and not all of them."""
-    if isinstance(p.skip_cells, (str, bytes)) or not isinstance(p.skip_cells, (list, tuple)):
+    """skip_cells ("2x1,4x1" or a list), each a cell of the grid once (a typo would measure what
+    was meant to be left out), and not all of them."""
+    if not p.skip_cells:
+        return ()
+    values = p.skip_cells.split(",") if isinstance(p.skip_cells, str) else p.skip_cells
+    if not isinstance(values, (list, tuple)):
         raise BenchError(f"skip_cells lists cells such as '4x1', got {shown(p.skip_cells)}")
     grid = [f"{c}x{b}" for c in p.consumers for b in batch_sizes(p)]
-    out = tuple(dict.fromkeys(_cell_name(k, "skip_cells") for k in p.skip_cells))
-    strays = [k for k in out if k not in grid]
-    if strays:
-        raise BenchError(f"skip_cells: {', '.join(strays)} not in the grid of consumers x batch_sizes "
-                         f"({', '.join(grid)}): name a cell it has")
+    out = check.names("skip_cells", [_cell_name(k.strip() if isinstance(k, str) else k, "skip_cells")
+                                     for k in values], grid)
     if len(out) == len(grid):
         raise BenchError("skip_cells leaves no cell to measure: leave out fewer, or narrow consumers and batch_sizes")
     return out
@@ -326,7 +326,8 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 
 def max_jobs(p: Params) -> int:
-    return max(p.prefill, *p.prefill_per_cell.values()) if p.prefill_per_cell else p.prefill
+    """The largest backlog one sample drains (the footprint check's): the cells measured, warm-ups too."""
+    return max(c.parts["prefill"] for c in cells(p))  # a warm-up drains at most its cell's backlog
 
 
 def batch_sizes(p: Params) -> tuple[int, ...]:

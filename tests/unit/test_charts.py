@@ -366,3 +366,17 @@ def test_the_committed_figures_check_fails_for_a_wide_figure_and_skips_an_old_on
     wide, predate = committed_figures_problems(tmp_path / "report.md")
     assert wide == ["figures/wide.svg: 2950 px"]
     assert predate == ["figures/old.svg (rendered before the 1,200 px charts)", "figures/gone.svg (missing)"]
+
+
+def test_importing_benchlib_keeps_the_slow_iri_parser_out_of_altairs_jsonschema():
+    """rfc3987_syntax builds its parsers at import: 2-3 s of every kernel that draws a chart.
+    benchlib keeps it out; a chart still validates and renders without jsonschema's iri check."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, benchlib, altair as alt, vl_convert as vlc\n"
+             "chart = alt.Chart(alt.Data(values=[{'x': 1, 'y': 2}])).mark_point().encode(x='x:Q', y='y:Q')\n"
+             "assert vlc.vegalite_to_svg(chart.to_dict()).startswith('<svg')\n"
+             "print(sys.modules.get('rfc3987_syntax', 'absent'), 'jsonschema' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "True"]

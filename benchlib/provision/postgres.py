@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import asyncpg
 
@@ -42,6 +42,27 @@ NO_POSTGRES = (
 # the superuser-reserved slots too: the whole of max_connections is ours.
 
 
+def _secret(key: str, value: str) -> bool:
+    """Whether a DSN parameter carries a password: its key, decoded and in any case (drivers
+    differ: asyncpg passes unknown keys on as server settings), or a password inside `options`."""
+    key = key.strip().lower()
+    return key == "password" or (key == "options" and "password" in value.lower())
+
+
+_CONNINFO_PAIR = re.compile(r"\s*([^\s=]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def _query_parts(query: str) -> list[tuple[str, bool]]:
+    """A URL's query as its raw `k=v` parts, each with whether it is secret once decoded the way
+    the drivers decode it (percent-escapes and `+`: `?%70assword=` is a password)."""
+    parts = []
+    for raw in query.split("&"):
+        if raw:
+            key, _, value = raw.partition("=")
+            parts.append((raw, _secret(unquote_plus(key), unquote_plus(value))))
+    return parts
+
+
 def redact(dsn: str) -> str:
     """The DSN without its password, for anything that is logged or written."""
     if "://" in dsn:
@@ -51,26 +72,25 @@ def redact(dsn: str) -> str:
         except ValueError:
             return "<unparsable DSN>"
         if password is not None:
-            host = parts.hostname or ""
-            if parts.port:
-                host = f"{host}:{parts.port}"
-            netloc = f"{parts.username}@{host}" if parts.username else host
-            parts = parts._replace(netloc=netloc)
-        dsn = urlunsplit(parts)
-        return re.sub(r"([?&])password=[^&]*&?", r"\1", dsn).rstrip("?&")
-    return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn).strip()
+            user, hosts = parts.netloc.rpartition("@")[0].partition(":")[0], parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=f"{user}@{hosts}" if user else hosts)
+        query = "&".join(raw for raw, secret in _query_parts(parts.query) if not secret)
+        return urlunsplit(parts._replace(query=query))
+    return " ".join(m.group(0).strip() for m in _CONNINFO_PAIR.finditer(dsn)
+                    if not _secret(m.group(1), m.group(2)))
 
 
 def has_password(dsn: str) -> bool:
-    """Whether a DSN carries a password (URL user info, ?password=, or key=value form); a URL that
-    does not parse is parse_dsn's to report."""
+    """Whether a DSN carries a password: URL user info, a query key that decodes to `password` in
+    any case, a password in `options`, or the key=value form's; a URL that does not parse is
+    parse_dsn's to report."""
     if "://" in dsn:
         try:
-            if urlsplit(dsn).password is not None:
-                return True
+            parts = urlsplit(dsn)
+            return parts.password is not None or any(secret for _, secret in _query_parts(parts.query))
         except ValueError:
             return False
-    return redact(dsn) != dsn
+    return any(_secret(m.group(1), m.group(2)) for m in _CONNINFO_PAIR.finditer(dsn))
 
 
 def parse_dsn(dsn: str) -> None:

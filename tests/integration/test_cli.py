@@ -38,6 +38,10 @@ def _owned_by(pid: int) -> list[Path]:
     (["drain", "--samples", "0"], {}, "samples must be >= 1"),
     (["drain", "--prefill", "1000000000"], {}, "jobs needs about"),
     (["drain", "--dsn", "postgresql://u:pw@127.0.0.1:1/x"], {}, "--dsn holds a password, which every account"),
+    (["drain", "--dsn", "postgresql://u@127.0.0.1:1/x?%70assword=pw"], {}, "--dsn holds a password"),
+    (["drain", "--dsn", "postgresql://u@127.0.0.1:1/x?PASSWORD=pw"], {}, "--dsn holds a password"),
+    (["drain", "--dsn", "postgresql://u@127.0.0.1:1/x?options=-c%20password%3Dpw"], {}, "--dsn holds a password"),
+    (["drain"], {"BENCH_PG_DSN": "postgresql://u@127.0.0.1:1/x?%70assword=pw"}, "cannot connect to postgresql://u@127"),
     (["drain"], {"BENCH_PG_DSN": "postgresql://u:pw@127.0.0.1:1/x"}, "cannot connect to postgresql://u@127.0.0.1:1/x"),
     (["drain", "--dsn", "postgresql://u@127.0.0.1:99999/x"], {}, "cannot parse the DSN"),
     (["drain", "--dsn", "postgresql://u@[::1:5432/x"], {}, "cannot parse the DSN"),
@@ -70,7 +74,7 @@ def test_bad_input_exits_2_with_one_line_before_any_work(args, env, message, tmp
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.count("\n") == 1 and message in err, err
-    assert "pw@" not in err  # a password is never echoed
+    assert "pw@" not in err and "=pw" not in err and "%3Dpw" not in err  # a password is never echoed
     assert not data.exists()  # refused before anything was created
 
 

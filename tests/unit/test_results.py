@@ -7,6 +7,7 @@ import pytest
 
 from benchlib.errors import BenchError
 from benchlib.provision import redact
+from benchlib.provision.postgres import has_password
 from benchlib.results import Store, cell_key, code_version, frame, load_profile, read_json, write_parquet
 from benchlib.studies.drain.measure import SAMPLES as DRAIN_SCHEMA
 
@@ -17,10 +18,27 @@ from benchlib.studies.drain.measure import SAMPLES as DRAIN_SCHEMA
     ("postgresql://bob@/app?password=s3cret&host=/tmp", "postgresql://bob@/app?host=/tmp"),
     ("host=db user=bob password='s 3cret' dbname=app", "host=db user=bob dbname=app"),
     ("host=db password=s3cret", "host=db"),
+    # the drivers decode the query before they read it: so do the check and the redaction
+    ("postgresql://bob@/app?%70assword=s3cret&host=/tmp", "postgresql://bob@/app?host=/tmp"),
+    ("postgresql://bob@/app?host=/tmp&PASSWORD=s3cret", "postgresql://bob@/app?host=/tmp"),
+    ("postgresql://bob@/app?password=a&password=s3cret", "postgresql://bob@/app"),
+    ("postgresql://bob@/app?options=-c%20password%3Ds3cret", "postgresql://bob@/app"),
+    ("postgresql://bob:s3cret@h1:5432,h2:5433/app", "postgresql://bob@h1:5432,h2:5433/app"),
+    ("host=db options='-c password=s3cret' dbname=app", "host=db dbname=app"),
+    ("host=db Password = s3cret", "host=db"),
 ])
 def test_redact_removes_the_password(dsn, kept):
     assert redact(dsn) == kept
     assert "s3cret" not in redact(dsn)
+    assert has_password(dsn)
+    assert not has_password(kept)
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://bob@/app?host=/tmp&dbname=passwords", "host=db dbname=password_db",
+                                 "postgresql://bob@/app?options=-c%20work_mem%3D8MB"])
+def test_a_dsn_without_a_password_is_left_as_it_is(dsn):
+    assert not has_password(dsn)
+    assert redact(dsn) == dsn
 
 
 def test_failed_atomic_write_leaves_nothing(tmp_path):

@@ -77,6 +77,8 @@ class QuietKernel(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         # ipykernel on uvloop's loop (benchlib/kernel.py says why); the rest of the command as the spec has it
         kernel_cmd = [part if part != "ipykernel_launcher" else "benchlib.kernel" for part in kernel_cmd]
+        # a JupyterLab's token, should the sweep run under one, is no business of the kernel's children
+        kw["env"] = {k: v for k, v in kw.get("env", os.environ).items() if k != "JUPYTER_TOKEN"}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             kw["stdout"] = kw["stderr"] = log

@@ -14,7 +14,10 @@ Why it is built this way:
   pgbench and the peers' drivers all speak unix sockets) and a socket in a private
   directory leaves no port to find in `ss` or `ps`.
 - initdb and postgres refuse to run as root, so as root both run as the `postgres`
-  system user (created if absent) with that user's own groups, never root's.
+  system user (created if absent) with that user's own groups, never root's, and an
+  environment built from an allow-list, never root's: that account reads its own
+  processes' /proc/<pid>/environ, where root's JUPYTER_TOKEN (a root shell in JupyterLab),
+  PGPASSWORD or anything else would be a way up.
 - Root never opens a path the server account can change. The cluster's root
   directory (tempdirs: root's, mode 0710 with the server account's group, so only
   that account may pass through it) holds what root writes and reads: the server's
@@ -59,6 +62,10 @@ SERVER_ACCOUNT = "postgres"
 # Binaries the server account cannot reach (a venv under root's 0700 home) are copied
 # here once: root-owned, so no other user can change what root then runs as postgres.
 BINARY_CACHE = Path("/var/cache/benchlib")
+# What a server program may see of our environment: the locale and time zone (initdb derives the
+# cluster's defaults from them) and a fixed search path; the account's own name and home.
+SERVER_ENV_KEPT = ("LANG", "LANGUAGE", "TZ")  # and every LC_*
+SERVER_PATH = "/usr/local/bin:/usr/bin:/bin"
 HBA = "# benchlib throwaway cluster: unix socket only, in a 0700 directory\nlocal all all trust\n"
 
 
@@ -81,8 +88,18 @@ def server_user() -> pwd.struct_passwd | None:
         return pwd.getpwnam(SERVER_ACCOUNT)
 
 
+def server_environment() -> dict[str, str]:
+    """The whole environment of a server program: the allow-list above, nothing else of ours."""
+    env = {k: v for k, v in os.environ.items() if k in SERVER_ENV_KEPT or k.startswith("LC_")}
+    env["PATH"] = SERVER_PATH
+    if (pw := server_user()) is not None:
+        env |= {"HOME": pw.pw_dir, "USER": pw.pw_name, "LOGNAME": pw.pw_name}
+    return env
+
+
 def as_server(**popen: Any) -> dict[str, Any]:
-    """subprocess keyword arguments that run a program as the server account.
+    """subprocess keyword arguments that run a program as the server account, with
+    server_environment() as its whole environment.
 
     `user=` alone would keep root's group and supplementary groups; we set the
     account's primary group and its own supplementary groups explicitly.
@@ -90,7 +107,7 @@ def as_server(**popen: Any) -> dict[str, Any]:
     pw = server_user()
     if pw is not None:
         popen |= {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": os.getgrouplist(pw.pw_name, pw.pw_gid)}
-    return popen
+    return {"env": server_environment(), **popen}
 
 
 def hand_over(path: Path) -> None:

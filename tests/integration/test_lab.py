@@ -6,19 +6,23 @@ read, and the server turns it away; it listens on loopback only; the token print
 our terminal works."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
 
+from benchlib import tempdirs
 from benchlib.outputs import REPO_ROOT
 
 pytestmark = [pytest.mark.integration,
@@ -57,8 +61,21 @@ def test_nobody_else_gets_the_token_or_in(tmp_path):
         # every command line, as another account sees them
         seen = _as_nobody("ps", "-eww", "-o", "args").stdout
         assert "jupyter" in seen and token not in seen
-        # the server's environment is ours alone
+        # the server's environment is ours alone, and holds no token for a kernel to pass on: a
+        # kernel's children may run as another account (the database server), which reads its own
+        # processes' environments
         assert _as_nobody("cat", f"/proc/{proc.pid}/environ").returncode != 0
+        request = urllib.request.Request(f"{base}/api/kernels?token={token}", data=b"{}", method="POST")
+        kernel_id = json.load(urllib.request.urlopen(request, timeout=60))["id"]
+        try:
+            kernels = [p for p in psutil.Process(proc.pid).children(recursive=True) if kernel_id in " ".join(p.cmdline())]
+            assert kernels, "no kernel process found"
+            for p in [psutil.Process(proc.pid), *kernels]:
+                environ = Path(f"/proc/{p.pid}/environ").read_bytes()
+                assert token.encode() not in environ and b"JUPYTER_TOKEN=" not in environ, p.cmdline()
+        finally:
+            urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels/{kernel_id}?token={token}",
+                                                          method="DELETE"), timeout=60)
         # no file that account can read holds it: temp dirs, the checkout, Jupyter's runtime files
         places = ["/tmp", "/var/tmp", "/dev/shm", str(REPO_ROOT), str(tmp_path)]
         found = _as_nobody("grep", "-rlsF", token, *places).stdout
@@ -80,3 +97,6 @@ def test_nobody_else_gets_the_token_or_in(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         proc.stdout.close()
+    # the token's directory goes with the next run's sweep, once Jupyter is gone
+    tempdirs.sweep_stale()
+    assert not [d for d in Path(tempfile.gettempdir()).glob("benchlib-lab-*") if tempdirs.owner(d) == proc.pid]

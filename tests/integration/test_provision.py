@@ -106,6 +106,57 @@ async def test_another_os_user_cannot_reach_the_throwaway_server():
         await conn.close()
 
 
+SERVING = """
+import asyncio
+from benchlib.provision import open_backend
+async def main():
+    async with open_backend("postgres") as server:
+        conn = await server.connect()  # a backend too, forked by the postmaster
+        print(server.cluster.proc.pid, flush=True)
+        await asyncio.sleep(120)
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")
+def test_no_server_account_process_carries_our_environment():
+    """Root's environment is a way up for the server account, which reads its own processes'
+    /proc/<pid>/environ: a JupyterLab token gives a root shell. Started as root with a marker
+    and a token set, every process of the server account holds neither."""
+    marker, token = f"marker-{os.urandom(8).hex()}", f"token-{os.urandom(8).hex()}"
+    env = {**os.environ, "BENCH_TEST_MARKER": marker, "JUPYTER_TOKEN": token, "PGPASSWORD": marker}
+    proc = subprocess.Popen([sys.executable, "-c", SERVING], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        postmaster = int(proc.stdout.readline())
+        family = [psutil.Process(postmaster), *psutil.Process(postmaster).children()]
+        assert len(family) > 2  # the postmaster, its helpers and our backend
+        uid = pwd.getpwnam("postgres").pw_uid
+        seen = 0
+        for p in psutil.process_iter():
+            try:
+                if p.uids().real != uid:
+                    continue
+                environ = Path(f"/proc/{p.pid}/environ").read_bytes()
+            except (psutil.NoSuchProcess, FileNotFoundError, ProcessLookupError):
+                continue
+            seen += 1
+            assert marker.encode() not in environ and token.encode() not in environ, p.cmdline()
+            assert b"JUPYTER_TOKEN" not in environ and b"PGPASSWORD" not in environ, p.cmdline()
+        assert seen >= len(family)
+        # initdb and the version probe are started the same way, and are gone before we could look
+        from benchlib.provision.local_cluster import as_server
+        os.environ["BENCH_TEST_MARKER"] = marker
+        try:
+            assert marker not in repr(as_server(cwd="/"))
+        finally:
+            del os.environ["BENCH_TEST_MARKER"]
+    finally:
+        proc.send_signal(signal.SIGINT)  # an orderly stop: the server stopped, its directory removed
+        proc.wait(30)
+        proc.stdout.close()
+
+
+
 CHILD = """
 import asyncio, sys
 from benchlib.provision import binaries, open_backend

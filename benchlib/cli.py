@@ -6,7 +6,8 @@
     python -m benchlib report --profile standard        # figures/ + report.md from data/
 
 Every input is checked before any work starts; a BenchError (bad input, no server,
-an unreachable DSN, a busy data directory) prints one line to stderr and exits 2.
+an unreachable DSN, a busy data directory, a server that stopped answering mid-run)
+prints one line to stderr and exits 2.
 Ctrl-C and SIGTERM stop the run in order and print one line (exit 130).
 """
 from __future__ import annotations

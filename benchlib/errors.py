@@ -2,7 +2,9 @@
 
 Bad input, an unreachable server, a missing PostgreSQL: each is a BenchError whose
 text is one line saying what to change. The CLI prints it and exits with code 2;
-studies raise it *before* any work starts, so nothing half-written lands in data/.
+studies raise it *before* any work starts, so nothing half-written lands in data/. The
+one raised mid-run, NoAnswer (a server that stopped answering), ends the run before
+anything is published; its finished cells stay in the resume cache.
 """
 from __future__ import annotations
 
@@ -17,6 +19,17 @@ class BenchError(Exception):
     def _render_traceback_(self) -> list[str]:
         """What IPython (JupyterLab, papermill, nbval) shows instead of a traceback: the one line."""
         return [f"{type(self).__name__}: {self}"]
+
+
+class NoAnswer(BenchError):
+    """A server backend the run waits on did not answer within its deadline (provision/deadlines.py):
+    stopped (SIGSTOP), frozen, or waiting on a lock such a backend holds.
+
+    Unlike a failed sample, this ends the run: whatever the run sends next to that server can wait
+    on the same backend (its locks: the next install's DROP TABLE; its snapshot), and a backend on a
+    server that is not ours cannot be ended from here. str(err) names the backend and what it did
+    not answer; the runner and the studies let it through (`ending`) instead of keeping a row.
+    """
 
 
 class ServerMissing(BenchError):
@@ -34,13 +47,25 @@ def shown(value: Any, limit: int = SHOWN) -> str:
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
+def ending(err: BaseException) -> NoAnswer | None:
+    """The NoAnswer that ends the run, if `err` is one or an ExceptionGroup (a TaskGroup's) holds one."""
+    if isinstance(err, NoAnswer):
+        return err
+    if isinstance(err, BaseExceptionGroup):
+        return next((found for e in err.exceptions if (found := ending(e)) is not None), None)
+    return None
+
+
 def failure_reason(err: BaseException) -> str:
     """One line for a failed sample or cell: the first leaf exception's type and message.
 
     Studies keep failures as rows with this reason (never dropped); a TaskGroup's
-    ExceptionGroup is unwrapped to the exception that started it.
+    ExceptionGroup is unwrapped to the exception that started it. A bare TimeoutError is a
+    deadline that fired where nothing named it (a query's, provision/deadlines.py): said so.
     """
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
     text = str(err).splitlines()[0] if str(err) else ""
+    if not text and isinstance(err, TimeoutError):
+        text = "no answer within its deadline"
     return f"{type(err).__name__}: {text}".rstrip(": ")

@@ -11,7 +11,8 @@ lives here once:
 - each finished cell goes to the resume cache at once; a cell already measured by
   the same code, on the same machine and server, with the same parameters, is
   reused; a damaged cache file is reported and re-measured;
-- a failing cell is kept as rows with its reason, and the run goes on;
+- a failing cell is kept as rows with its reason, and the run goes on; a server that stopped
+  answering (errors.NoAnswer) ends the run instead, in one line;
 - a study that lists timeline.TABLE among its tables gets each measured cell's timeline
   (phases, holders, faults, as they happened; timeline.py) published as that table;
 - a complete run publishes its tables and one manifest of one shape for every
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from benchlib import footprint, outputs, timeline
-from benchlib.errors import failure_reason
+from benchlib.errors import ending, failure_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
 from benchlib.provision import backend as get_backend
@@ -233,6 +234,8 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         try:
                             rows = await study.measure(params, cell, target, state, step)
                         except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
+                            if (stalled := ending(err)) is not None:  # ... unless the server stopped answering
+                                raise stalled from None
                             rows = study.failed(params, cell, failure_reason(err))
                     if timeline.TABLE in study.TABLES:  # what happened when, up to a failure too
                         rows = {**rows, timeline.TABLE: events.events}

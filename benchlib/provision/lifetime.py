@@ -17,9 +17,13 @@ Why the details:
   still the process that started it and leaves at once if not.
 - The signal is tied to the forking *thread*: start these children from the thread that
   lives as long as they should (we start them from the event loop's thread).
+
+On the way out of a run (success, error, Ctrl-C), `ended` stops a child we talk to over its
+stdin (a worker adapter, the producer process), a stopped one included.
 """
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import signal
@@ -40,3 +44,29 @@ def dies_with_us(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None]:
             os._exit(1)
 
     return preexec
+
+
+async def ended(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+    """Wait up to `grace_s` for a child we asked to exit (its stdin closed) to do so, then SIGKILL
+    its process group (started with start_new_session: the group is its pid); reaped either way.
+
+    A stopped child (SIGSTOP) acts on nothing but SIGKILL: not on its closed stdin, and a SIGTERM
+    or SIGQUIT stays pending until it runs again. So it is sent SIGCONT first and leaves in its own
+    time, as a running one does, instead of costing the whole grace (a run's SIGTERM must end it
+    within seconds)."""
+    if proc.returncode is None:  # (once reaped, its pid may be anybody's)
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    try:
+        await asyncio.wait_for(proc.wait(), grace_s)
+    except TimeoutError:
+        pass
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await proc.wait()

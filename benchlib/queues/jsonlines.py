@@ -7,7 +7,10 @@ reader task sorts them: events go to the sample's callbacks, each reply to the
 request with its id (several may be in flight: a producer runs while workers work).
 The adapter is stopped on every way out (stdin closed, then SIGKILL to its group if
 it lingers), and it exits by itself if the harness dies, because its stdin closes
-(and the kernel's parent-death signal reaches it).
+(and the kernel's parent-death signal reaches it). Each request, and the hello, has a
+deadline: an adapter that stops answering (SIGSTOPped, hung) fails the sample in one
+line naming it, instead of holding the run (a stopped River adapter held a drain for
+over ten minutes, its harness waiting on `stop`).
 """
 from __future__ import annotations
 
@@ -16,17 +19,21 @@ import collections
 import itertools
 import json
 import os
-import signal
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 from benchlib.errors import BenchError
-from benchlib.provision.lifetime import dies_with_us
+from benchlib.provision.lifetime import dies_with_us, ended
 from benchlib.queues.base import Handled
 
 LINE_LIMIT = 1 << 24  # a batched `handled` line may be long
 STOP_GRACE_S = 5.0
+# How long the adapter has for its hello and for each request's reply. The slowest in a healthy
+# run take about a second (install: the library's migrations; enqueue: a 5,000-job chunk; stop:
+# the workers' last fetch, pg-boss's polling interval of up to 2 s); a minute is ample on a loaded
+# 2-core machine, and a deadline that fired in a healthy run would fail its sample.
+ANSWER_DEADLINE_S = 60.0
 
 
 class AdapterError(RuntimeError):
@@ -36,8 +43,9 @@ class AdapterError(RuntimeError):
 class Adapter:
     """One running adapter process and the contract's requests (a WorkerSession)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, name: str = "worker") -> None:
         self.proc = proc
+        self.name = name  # the system's, for errors: "the river adapter (pid ...)"
         self.hello: dict[str, Any] = {}
         self.handled: Handled | None = None
         self.enqueued: Callable[[int, int], None] | None = None  # (seq, t_ns) of a produce
@@ -50,7 +58,11 @@ class Adapter:
         self.readers: list[asyncio.Task] = []
 
     async def start(self) -> None:
-        first = await self.proc.stdout.readline()
+        try:
+            async with asyncio.timeout(ANSWER_DEADLINE_S):
+                first = await self.proc.stdout.readline()
+        except TimeoutError:
+            raise self._silent("its hello") from None
         try:
             self.hello = json.loads(first)["hello"]
         except (ValueError, KeyError, TypeError):
@@ -103,6 +115,10 @@ class Adapter:
     def _why(self) -> str:
         return f"(stderr: {self.stderr[-1]})" if self.stderr else ""
 
+    def _silent(self, what: str) -> AdapterError:
+        return AdapterError(f"the {self.name} adapter (pid {self.proc.pid}) did not send {what} within "
+                            f"{ANSWER_DEADLINE_S:g} s: it is stopped or hung")
+
     async def request(self, **message: Any) -> dict:
         """Send one request and wait for its reply (others may be in flight meanwhile)."""
         if self.gone:
@@ -110,12 +126,15 @@ class Adapter:
         rid = next(self.ids)
         future = self.pending[rid] = asyncio.get_running_loop().create_future()
         try:
-            self.proc.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
-            await self.proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the adapter is gone; the stdout reader answers every pending request with why
-        try:
-            reply = await future
+            async with asyncio.timeout(ANSWER_DEADLINE_S):  # a stopped adapter reads nothing and answers nothing
+                try:
+                    self.proc.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
+                    await self.proc.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the adapter is gone; the stdout reader answers every pending request with why
+                reply = await future
+        except TimeoutError:
+            raise self._silent(f"its reply to `{message['op']}`") from None
         finally:
             self.pending.pop(rid, None)
         if not reply.get("ok"):
@@ -153,16 +172,8 @@ class Adapter:
         if self.proc.stdin and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
         try:
-            await asyncio.wait_for(self.proc.wait(), STOP_GRACE_S)
-        except TimeoutError:
-            pass
+            await ended(self.proc, STOP_GRACE_S)
         finally:
-            if self.proc.returncode is None:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await self.proc.wait()
             for task in self.readers:
                 task.cancel()
             await asyncio.gather(*self.readers, return_exceptions=True)
@@ -200,7 +211,7 @@ class JsonLinesSystem:
                 start_new_session=True, preexec_fn=dies_with_us(), limit=LINE_LIMIT)
         except OSError as err:
             raise BenchError(f"cannot start the {self.name} adapter {self.command[0]!r}: {err.strerror}") from None
-        adapter = Adapter(proc)
+        adapter = Adapter(proc, self.name)
         try:
             await adapter.start()
             cls = type(self)  # what the adapter says of its system, for samplers and the report

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from benchlib import sql
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.queues.base import OurDesign
 
 SQL = sql.beside(__file__)
@@ -129,7 +130,7 @@ class Rotation(OurDesign):
         return [r[0] for r in rows]
 
     async def settle(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(SQL["settle"])
+        await conn.execute(SQL["settle"], timeout=HOUSEKEEPING_DEADLINE_S)
 
     async def dequeue(self, conn: asyncpg.Connection, n: int) -> list[asyncpg.Record]:
         m = self._members.get(conn)

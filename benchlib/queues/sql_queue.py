@@ -14,6 +14,7 @@ from typing import ClassVar
 import asyncpg
 
 from benchlib import sql
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.queues.base import OurDesign
 
 
@@ -41,10 +42,10 @@ class SqlQueue(OurDesign):
         return [r[0] for r in rows]
 
     async def settle(self, conn: asyncpg.Connection) -> None:
-        await conn.execute(self.SQL["settle"])
+        await conn.execute(self.SQL["settle"], timeout=HOUSEKEEPING_DEADLINE_S)
         if "checkpoint" in self.SQL:
             try:  # so prefill WAL is not flushed inside the timed window
-                await conn.execute(self.SQL["checkpoint"])
+                await conn.execute(self.SQL["checkpoint"], timeout=HOUSEKEEPING_DEADLINE_S)
             except asyncpg.InsufficientPrivilegeError:
                 pass  # a user's own server may not grant pg_checkpoint; ANALYZE is enough
 

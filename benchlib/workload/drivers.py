@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.measure import Latencies, now_ns
+from benchlib.provision.deadlines import no_answer
 from benchlib.workload.ledger import Ledger
 
 EMPTY_POLL_PAUSE_S = 0.001  # back-off after an empty dequeue, so the tail is not a busy loop
@@ -43,7 +44,10 @@ async def pull(queue: Any, conn: Any, batch: int, ledger: Ledger, ops: Ops, done
     handled, clock = ledger.handled, now_ns
     while not done():
         t0 = clock()
-        jobs = await dequeue(batch)
+        try:
+            jobs = await dequeue(batch)
+        except TimeoutError:  # the connection's deadline (provision/deadlines.py): name who fell silent
+            raise no_answer(conn, "a dequeue") from None
         t1 = clock()
         add_dequeue(t1 - t0)
         if not jobs:
@@ -56,7 +60,10 @@ async def pull(queue: Any, conn: Any, batch: int, ledger: Ledger, ops: Ops, done
             continue
         ids = [job[0] for job in jobs]
         ledger.last_progress_ns = t1
-        await ack(ids)
+        try:
+            await ack(ids)
+        except TimeoutError:
+            raise no_answer(conn, "an ack") from None
         t2 = clock()
         add_ack(t2 - t1)
         handled(ids, t2)

@@ -14,7 +14,9 @@ processes read the same monotonic clock (CLOCK_MONOTONIC is one clock for the ma
 
 The child is started once per cell and stopped when the cell ends, on every way out (its
 stdin closed, then SIGKILL to its process group; it also dies with us if we are killed:
-lifetime.dies_with_us). Its CPU is read from the OS, as the server's is.
+lifetime.dies_with_us). Its CPU is read from the OS, as the server's is. Its replies have a
+deadline (REPLY_DEADLINE_S): a child that stops answering (SIGSTOPped, hung) fails its step in
+one line naming it, instead of holding the run (a stopped one held a capacity run over 90 s).
 
 Protocol: length-prefixed pickles both ways (we start the child and only we hold its
 pipes). To the child: ("open", system, backend, target), then per step ("connect",
@@ -33,16 +35,22 @@ import signal
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from benchlib.measure import now_ns
-from benchlib.provision.lifetime import dies_with_us
+from benchlib.provision.lifetime import dies_with_us, ended
 from benchlib.workload import pacing
 from benchlib.workload.ledger import Ledger
 
 FLUSH_S = 0.02  # how often the child reports what was acknowledged (the window reads the backlog each second)
 STOP_GRACE_S = 5.0
+# How long the child has to say `ready` (its first: importing the systems, then opening the step's
+# connections or library session: seconds) and `done` after `stop` (its producers' last enqueue
+# calls, then closing their connections or session: an adapter's up to its 5 s stop grace). A
+# minute is ample on a loaded 2-core machine; a deadline that fired in a healthy run would fail its step.
+REPLY_DEADLINE_S = 60.0
 HEADER = struct.Struct("!I")
 MAX_FRAME = 256 << 20  # a frame larger than this is a broken child, not data
 
@@ -108,16 +116,8 @@ class ProducerProcess:
         if proc.stdin and not proc.stdin.is_closing():
             proc.stdin.close()
         try:
-            await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
-        except TimeoutError:
-            pass
+            await ended(proc, STOP_GRACE_S)
         finally:
-            if proc.returncode is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await proc.wait()
             if self._stderr_task is not None:
                 self._stderr_task.cancel()
                 await asyncio.gather(self._stderr_task, return_exceptions=True)
@@ -147,9 +147,10 @@ class ProducerProcess:
 
     async def connect(self, producers: int) -> None:
         """The step's producer connections (or library session) opened, after the step's install."""
-        await self.ensure()
-        await self._send(("connect", producers))
-        await self._reply()
+        async with self._deadline("`ready`"):
+            await self.ensure()
+            await self._send(("connect", producers))
+            await self._reply()
 
     async def start(self, rate: float, start_ns: int, ledger: Ledger, out: pacing.Producers) -> asyncio.Task:
         """Produce at `rate` from `start_ns`; acknowledged jobs go into `ledger` as they come. The
@@ -160,10 +161,22 @@ class ProducerProcess:
         return self.reader
 
     async def stop(self) -> None:
-        await self._send(("stop",))
-        if self.reader is not None:
-            await self.reader
-            self.reader = None
+        async with self._deadline("`done` after `stop`"):
+            await self._send(("stop",))
+            if self.reader is not None:
+                await self.reader
+                self.reader = None
+
+    @asynccontextmanager
+    async def _deadline(self, what: str) -> AsyncIterator[None]:
+        """REPLY_DEADLINE_S for what is inside; past it, a one-line error naming the child."""
+        pid = self.pid
+        try:
+            async with asyncio.timeout(REPLY_DEADLINE_S):
+                yield
+        except TimeoutError:
+            raise RuntimeError(f"the producer process (pid {pid}) did not send {what} within "
+                               f"{REPLY_DEADLINE_S:g} s: it is stopped or hung") from None
 
     async def _acks(self, ledger: Ledger, out: pacing.Producers) -> None:
         while True:

@@ -1,23 +1,101 @@
-"""The processes a test finds under the harness it started (tests that look for servers or leftovers).
+"""The processes a test starts or finds under the harness it started (tests that look for servers,
+children or leftovers, and tests that stop one of them).
 
 One place for what two pytest workers taught three tests: a child can end between being listed
 and being asked its name (psutil.NoSuchProcess), and the harness itself can have ended."""
 from __future__ import annotations
 
+import asyncio
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
 import psutil
+import pytest
+
+T = TypeVar("T")
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _cmdline(proc: psutil.Process) -> str:
+    try:
+        return " ".join(arg for arg in proc.cmdline() if arg)  # a backend's title comes padded with empty ones
+    except psutil.NoSuchProcess:  # ended while we looked
+        return ""
 
 
 def postgres_under(pid: int) -> list[psutil.Process]:
     """The PostgreSQL processes among `pid`'s descendants now (none once `pid` has ended)."""
-    try:
-        children = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
     found = []
-    for child in children:
+    for child in _descendants(pid):
         try:
             if child.name() == "postgres":
                 found.append(child)
         except psutil.NoSuchProcess:  # ended while we looked: not a server any more
             pass
     return found
+
+
+def child_running(pid: int, text: str) -> psutil.Process | None:
+    """A descendant of `pid` whose command line holds `text` (an adapter, the producer process)."""
+    return next((c for c in _descendants(pid) if text in _cmdline(c)), None)
+
+
+def backend_running(pid: int, command: str) -> psutil.Process | None:
+    """A client backend of a server under `pid` whose process title shows it running `command`
+    ("postgres: postgres postgres [local] INSERT")."""
+    return next((p for p in postgres_under(pid) if _cmdline(p).endswith(f"[local] {command}")), None)
+
+
+def until(find: Callable[[], T | None], timeout: float = 60.0, every: float = 0.005) -> T:
+    """What `find()` returns once it returns something, polled (fails the test after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while (found := find()) is None:
+        if time.monotonic() > deadline:
+            pytest.fail(f"nothing found in {timeout:g} s")
+        time.sleep(every)
+    return found
+
+
+async def until_async(find: Callable[[], T | None], timeout: float = 60.0, every: float = 0.005) -> T:
+    """`until` for a test whose harness runs in its own event loop: it waits without blocking it."""
+    deadline = time.monotonic() + timeout
+    while (found := find()) is None:
+        if time.monotonic() > deadline:
+            pytest.fail(f"nothing found in {timeout:g} s")
+        await asyncio.sleep(every)
+    return found
+
+
+@contextmanager
+def stopped(proc: psutil.Process) -> Iterator[psutil.Process]:
+    """`proc` SIGSTOPped for the block. Afterwards it must have been ended by the code under test;
+    if it is still there (the test failed), it is continued, so nothing is left stopped."""
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        yield proc
+    finally:
+        try:
+            proc.send_signal(signal.SIGCONT)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def adapter_runnable(name: str) -> None:
+    """An adapter whose toolchain this machine lacks cannot run: skip, saying so."""
+    from benchlib import queues
+    from benchlib.queues import adapter_builds
+
+    cls = queues.QUEUES[name]
+    if getattr(cls, "pinned_version", None):
+        m = adapter_builds.manifest(cls.adapter)
+        if not m.built():
+            pytest.skip(m.missing() or f"the {name} adapter is not built (make setup)")

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from processes import postgres_under
+from processes import child_running, postgres_under, stopped, until
 
 from benchlib.studies import capacity
 
@@ -225,3 +225,63 @@ async def test_a_producer_process_that_dies_fails_its_step_with_why_and_the_next
         finally:
             await producer.close()
         assert producer.proc is None and first.returncode is not None
+
+
+async def test_a_stopped_producer_process_fails_its_step_in_one_line_naming_it(monkeypatch):
+    """SIGSTOPped mid-window, the producer process never says `done`: the step waited for it for
+    good (a capacity run held over 90 s). Its replies have a deadline (REPLY_DEADLINE_S, 60 s;
+    3 s here): the step fails in one line naming it, and the stopped child is ended and reaped."""
+    from benchlib import queues
+    from benchlib.provision import open_backend
+    from benchlib.studies.capacity import measure as m
+    from benchlib.workload import producers
+    from benchlib.workload.producers import ProducerProcess
+
+    monkeypatch.setattr(producers, "REPLY_DEADLINE_S", 3.0)
+    p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None)
+    system = queues.get("skip_locked", "postgres")
+    async with open_backend("postgres", settings=m.settings(p)) as target:
+        producer = ProducerProcess(system, "postgres", target)
+        try:
+            step = asyncio.create_task(m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p,
+                                                  producer))
+            while producer.proc is None or producer.reader is None:  # producing
+                await asyncio.sleep(0.05)
+            child = producer.proc
+            with stopped(psutil.Process(child.pid)):
+                with pytest.raises(RuntimeError, match=rf"^the producer process \(pid {child.pid}\) did not send "
+                                                       r"`done` after `stop` within 3 s"):
+                    await asyncio.wait_for(step, 60)
+                assert child.returncode is not None and producer.proc is None  # ended and reaped by the failed step
+        finally:
+            await producer.close()
+
+
+def test_sigterm_ends_a_search_waiting_on_a_stopped_producer_process_within_10_s(tmp_path):
+    """SIGTERM ends a capacity run within 10 s while it waits on its stopped producer process (a
+    SIGTERM or SIGQUIT stays pending in a stopped process: it is continued, or SIGKILLed), with
+    exit 130 and nothing left, the stopped child included. (The capacity study has no command of
+    its own: RUN runs it as a notebook's kernel does, through the same runner.)"""
+    settings = {"systems": ["skip_locked"], "consumers": [2], "warmup_s": 1, "window_s": 5, "max_steps": 3,
+                "precision": 0.05, "confirm_factor": 1.0, "pickup_rate": 0, "start_rate": 200, "drain_profile": None}
+    proc = subprocess.Popen([sys.executable, "-c", RUN, str(tmp_path), json.dumps(settings)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        child = until(lambda: child_running(proc.pid, "benchlib.workload.producers"), 120)
+        time.sleep(3)  # producing, in the run's first (warm-up) step
+        with stopped(child):
+            time.sleep(5)  # the step's window is over: the run waits on the child's `done`
+            assert proc.poll() is None
+            started = psutil.Process(proc.pid).children(recursive=True)
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+            took = time.monotonic() - signalled
+            _, alive = psutil.wait_procs(started, timeout=5)
+    finally:
+        if proc.poll() is None:  # an assertion failed first: the run does not outlive the test
+            proc.kill()
+            proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert took < 10, f"SIGTERM took {took:.1f} s to end the run"
+    assert not alive

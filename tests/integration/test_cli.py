@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from processes import postgres_under
+from processes import adapter_runnable, backend_running, child_running, postgres_under, stopped, until
 
 from benchlib import outputs, tempdirs
 
@@ -212,3 +212,50 @@ def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
     (row,) = pl.read_parquet(next((tmp_path / "data").rglob("*.samples.parquet"))).iter_rows(named=True)
     assert row["stall"] is True and row["completion_gap_max_ms"] >= 1_900, row
     assert "paused far beyond their cell's norm" in err
+
+
+# Where a run waits on something another process controls, that process stopped (SIGSTOP): the
+# River adapter mid-drain (the harness then waits on its `stop`), the backend of a prefill's
+# INSERT, a consumer's backend mid-dequeue. Each needs its own way out: an adapter is continued
+# or SIGKILLed (a SIGTERM stays pending in a stopped process); a connection whose backend never
+# acknowledges the cancel is dropped after CLOSE_DEADLINE_S (provision/deadlines.py).
+STOPPED = {
+    "adapter": (["--queue", "river", "--batch", "10", "--prefill", "3000", "--idle-timeout", "1"],
+                lambda pid: child_running(pid, "/adapters/river-")),
+    "backend-in-the-prefill": (["--batch", "50", "--prefill", "1000000"], lambda pid: backend_running(pid, "INSERT")),
+    "backend-in-a-dequeue": (["--batch", "1", "--prefill", "20000"], lambda pid: backend_running(pid, "UPDATE")),
+}
+
+
+@pytest.mark.parametrize("what", list(STOPPED))
+def test_sigterm_ends_a_run_waiting_on_a_stopped_process_within_10_s_and_leaves_nothing(tmp_path, what):
+    """SIGTERM ends a run within 10 s whatever it waits on, a stopped child or backend included
+    (one SIGTERM waited for good on a stopped backend's cancel, two for 80 s), with exit 130 and
+    nothing left behind: no server, no adapter, and not the stopped process either."""
+    args, find = STOPPED[what]
+    if what == "adapter":
+        adapter_runnable("river")
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib", "drain", "--consumers", "1", "--samples", "1",
+                             "--warmup", "0", "--no-save", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        target = until(lambda: find(proc.pid), 120)
+        if what == "adapter":
+            time.sleep(2)  # working through its backlog
+        with stopped(target):
+            time.sleep(3)  # the run now waits on it (an adapter: on its `stop`, the idle watchdog's)
+            assert proc.poll() is None
+            started = psutil.Process(proc.pid).children(recursive=True)
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+            took = time.monotonic() - signalled
+            _, alive = psutil.wait_procs(started, timeout=5)  # the stopped one among them
+    finally:
+        if proc.poll() is None:  # an assertion failed first: the run does not outlive the test
+            proc.kill()
+            proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted") and not any(q in err for q in QUIET), err
+    assert took < 10, f"SIGTERM took {took:.1f} s to end the run"
+    assert not alive and _owned_by(proc.pid) == []

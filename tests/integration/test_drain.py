@@ -1,11 +1,15 @@
 """The drain study end to end: publishing, resume, and accounting that can fail."""
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import pgqrs
 import polars as pl
+import psutil
 import pytest
+from processes import backend_running, stopped, until_async
 
 from benchlib import queues
 from benchlib.queues.skip_locked import SkipLocked
@@ -211,3 +215,35 @@ def test_queue_registry_is_the_only_lookup():
     assert queues.default_for("sqlite") == "sqlite"
     assert {"pgmq", "pgqrs"} <= set(queues.designs_on("postgres"))
     assert "pgmq" not in queues.designs_on("postgres", ours_only=True)
+
+
+@pytest.mark.parametrize(("command", "prefill", "what"), [
+    ("INSERT", 300_000, "the prefill"),  # a chunk of the fill (backlog.py)
+    ("UPDATE", 20_000, "(a dequeue|an ack)"),  # the consumer's claim or its ack (drivers.pull)
+], ids=["in-the-prefill", "in-a-dequeue"])
+async def test_a_stopped_backend_ends_the_run_in_one_line_naming_it(command, prefill, what, monkeypatch):
+    """A SIGSTOPped client backend (the server's account can stop its own) answered nothing, and
+    the run waited for good. Every statement of the harness's connections has a deadline
+    (provision/deadlines.py, 60 s; 3 s here): the run ends in one line naming the backend, not
+    with a failed sample and more to come (the next sample's install would wait on the stopped
+    backend's locks), and the stopped backend goes with its server."""
+    from benchlib.errors import NoAnswer
+    from benchlib.provision import deadlines
+
+    monkeypatch.setattr(deadlines, "QUERY_DEADLINE_S", 3.0)
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    params = drain.Params(consumers=[1], batch_sizes=[1], prefill=prefill, samples=2, warmup=0)
+    run = asyncio.create_task(drain.run(params, progress=False))
+    try:
+        backend = await until_async(lambda: backend_running(os.getpid(), command))
+        with stopped(backend):
+            await asyncio.wait({run}, timeout=60)
+            assert run.done(), "the run still waits on the stopped backend"
+            with pytest.raises(NoAnswer, match=rf"^the server's backend pid {backend.pid} did not answer {what} "
+                                               r"within 3 s"):
+                run.result()
+            assert not psutil.wait_procs([backend], timeout=10)[1]  # gone with its server
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+    assert {c.pid for c in psutil.Process().children(recursive=True)} <= before

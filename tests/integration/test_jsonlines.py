@@ -7,9 +7,12 @@ import asyncio
 import os
 import sys
 import textwrap
+import time
+from contextlib import ExitStack
 
 import psutil
 import pytest
+from processes import adapter_runnable, stopped, until_async
 
 from benchlib import queues
 from benchlib.queues import jsonlines
@@ -139,3 +142,29 @@ async def test_cancelling_a_sample_mid_work_stops_the_adapter(pg_db):
         await task
     assert pids and _gone(pids[0])
     assert os.getpgid(os.getpid()) != pids[0]  # it had a process group of its own
+
+
+async def test_a_stopped_adapter_fails_its_sample_in_one_line_naming_it(pg_db, monkeypatch):
+    """A SIGSTOPped adapter answers nothing: the `stop` the drain's idle watchdog sends waited for
+    good (a River drain held over ten minutes). Each request has a deadline (ANSWER_DEADLINE_S,
+    60 s; 3 s here): the sample fails in one line naming the adapter, and the stopped adapter is
+    ended and reaped on the way out."""
+    adapter_runnable("river")
+    monkeypatch.setattr(jsonlines, "ANSWER_DEADLINE_S", 3.0)
+    with ExitStack() as still_stopped:  # the adapter stays stopped through the session's close
+        async with queues.get("river").session(pg_db) as adapter:
+            await adapter.install()
+            await adapter.enqueue_many([f'{{"seq": {i}}}' for i in range(20)])
+            seen, stop = [], asyncio.Event()
+            work = asyncio.create_task(adapter.work(1, 10, lambda seq, t_ns: seen.append(seq), stop))
+            await until_async(lambda: seen or None)  # working
+            pid = adapter.proc.pid
+            still_stopped.enter_context(stopped(psutil.Process(pid)))
+            stop.set()  # as the watchdog does: no progress (here: every job handled)
+            asked = time.monotonic()
+            with pytest.raises(AdapterError, match=rf"^the river adapter \(pid {pid}\) did not send its reply to "
+                                                   r"`stop` within 3 s"):
+                await asyncio.wait_for(work, 30)
+            took = time.monotonic() - asked
+        assert _gone(pid)
+    assert took < 3 + 10

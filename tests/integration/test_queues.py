@@ -7,6 +7,7 @@ import asyncio
 import time
 
 import pytest
+from processes import adapter_runnable
 
 from benchlib import queues
 from benchlib.studies.drain import drain_once
@@ -56,17 +57,6 @@ USER_TABLES = ("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c
                "AND n.nspname NOT LIKE 'pg_toast%'")
 
 
-def _runnable(name: str) -> None:
-    """An adapter whose toolchain this machine lacks cannot run: skip, saying so."""
-    from benchlib.queues import adapter_builds
-
-    cls = queues.QUEUES[name]
-    if getattr(cls, "pinned_version", None):
-        m = adapter_builds.manifest(cls.adapter)
-        if not m.built():
-            pytest.skip(m.missing() or f"the {name} adapter is not built (make setup)")
-
-
 @pytest.mark.contract
 @pytest.mark.parametrize("name", WORKER_SYSTEMS)
 async def test_contract_every_worker_system_install_enqueue_work_count_uninstall(name, target_for):
@@ -75,7 +65,7 @@ async def test_contract_every_worker_system_install_enqueue_work_count_uninstall
     (4, fetch size 10 where it has one) hand every job to our no-op handler once, counted by
     seq; a second sample sees only its own jobs; uninstalled, it leaves no table behind; and
     it names what bounds its throughput."""
-    _runnable(name)
+    adapter_runnable(name)
     target = await target_for(name)
     system = queues.get(name)
     conn = await target.connect()
@@ -106,7 +96,7 @@ async def test_a_worker_system_keeping_up_stops_soon_after_it_is_asked(name, tar
     from benchlib.workload.drivers import worker_handler
     from benchlib.workload.ledger import Ledger
 
-    _runnable(name)
+    adapter_runnable(name)
     target, system = await target_for(name), queues.get(name)
     ledger, stop = Ledger(by_seq=True), asyncio.Event()
     handled = worker_handler(ledger)

@@ -74,9 +74,10 @@ from scipy import stats
 
 from benchlib import params as check
 from benchlib import outputs, pgbench, queues, sql
-from benchlib.errors import BenchError, failure_reason
+from benchlib.errors import BenchError, ending, failure_reason
 from benchlib.measure import CpuMeter, tree_cpu_s, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
@@ -600,12 +601,12 @@ async def _keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: as
 
     if await napped(first_s):
         return
-    await conn.execute("ANALYZE")
+    await conn.execute("ANALYZE", timeout=HOUSEKEEPING_DEADLINE_S)
     analyzed.append(now_ns())
     while not await napped(naptime_s):
         for table in await conn.fetch(SQL["stale_tables"]):
             try:
-                await conn.execute(f"ANALYZE {table['name']}")
+                await conn.execute(f"ANALYZE {table['name']}", timeout=HOUSEKEEPING_DEADLINE_S)
             except asyncpg.UndefinedTableError:
                 continue
             analyzed.append(now_ns())
@@ -826,6 +827,8 @@ async def _cell(p: Params, cell: Cell, system: Any, target: Any, state: dict, st
         try:
             row |= await run_step(target, system, consumers, batch, plan, p, producer)
         except Exception as err:  # a failed step is a failed step, kept with its reason
+            if (stalled := ending(err)) is not None:  # the server stopped answering: the run ends (runner.py)
+                raise stalled from None
             row |= {"rate": plan.rate, "window_s": plan.seconds, "warmup_s": p.warmup_s, "verdict": "fail",
                     "error": failure_reason(err), "reason": failure_reason(err)}
         row["settings"] = json.dumps(_settings_of(system, consumers, batch), sort_keys=True)

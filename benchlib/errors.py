@@ -28,7 +28,7 @@ class NoAnswer(BenchError):
     Unlike a failed sample, this ends the run: whatever the run sends next to that server can wait
     on the same backend (its locks: the next install's DROP TABLE; its snapshot), and a backend on a
     server that is not ours cannot be ended from here. str(err) names the backend and what it did
-    not answer; the runner and the studies let it through (`ending`) instead of keeping a row.
+    not answer; the runner and the studies let it through (`kept_reason`) instead of keeping a row.
     """
 
 
@@ -54,6 +54,14 @@ def ending(err: BaseException) -> NoAnswer | None:
     if isinstance(err, BaseExceptionGroup):
         return next((found for e in err.exceptions if (found := ending(e)) is not None), None)
     return None
+
+
+def kept_reason(err: BaseException) -> str:
+    """failure_reason(err), for a failure kept as a row while the run goes on; a NoAnswer in it is
+    raised instead, since it ends the run."""
+    if (stalled := ending(err)) is not None:
+        raise stalled from None
+    return failure_reason(err)
 
 
 def failure_reason(err: BaseException) -> str:

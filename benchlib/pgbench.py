@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from benchlib import backlog
-from benchlib.errors import BenchError, ending, failure_reason
+from benchlib.errors import BenchError, kept_reason
 from benchlib.measure import CpuMeter
 from benchlib.provision import binaries
 from benchlib.provision.lifetime import dies_with_us
@@ -166,8 +166,6 @@ async def beside(row: dict[str, Any], target: Any, queue: Any, backend: str, cli
     try:
         got = await run(target, queue, clients, batch, jobs)
     except Exception as err:  # the harness's sample stands; the missing limit says why
-        if (stalled := ending(err)) is not None:  # ... unless the server stopped answering: the run ends
-            raise stalled from None
-        return {"pgbench_error": failure_reason(err)}
+        return {"pgbench_error": kept_reason(err)}
     harness, limit = row.get("throughput_jobs_s"), got["pgbench_jobs_s"]
     return {**got, "harness_ratio": harness / limit if harness and limit else None}

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from benchlib import footprint, outputs, timeline
-from benchlib.errors import ending, failure_reason
+from benchlib.errors import kept_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
 from benchlib.provision import backend as get_backend
@@ -234,9 +234,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                         try:
                             rows = await study.measure(params, cell, target, state, step)
                         except Exception as err:  # kept as rows with the reason, never dropped; the run goes on
-                            if (stalled := ending(err)) is not None:  # ... unless the server stopped answering
-                                raise stalled from None
-                            rows = study.failed(params, cell, failure_reason(err))
+                            rows = study.failed(params, cell, kept_reason(err))  # ... unless the server stopped answering
                     if timeline.TABLE in study.TABLES:  # what happened when, up to a failure too
                         rows = {**rows, timeline.TABLE: events.events}
                     company[key] = {"cell": cell.label, **cell_cpu.stop()}

@@ -1,4 +1,6 @@
-"""Deadlines on the server's answers, for the harness's own PostgreSQL connections.
+"""Deadlines on the server's answers, for the harness's own PostgreSQL connections
+(PgServer.connect: every connection benchlib opens itself; the libraries under test open
+their own, as their users do).
 
 Why: a client backend that stops answering (SIGSTOP, which the server's account can send to
 its own backends; a frozen VM; a lock held by such a backend) left the statement that waited
@@ -51,12 +53,10 @@ class Connection(asyncpg.Connection):
             pass  # asyncpg has dropped the socket: closed without the server's goodbye
 
 
-async def connect(target: Any, **kwargs: Any) -> Any:
-    """A connection of `target` whose statements have deadlines (PostgreSQL: asyncpg's
-    command_timeout, and a close that ends); any other backend's connection as it comes."""
-    if getattr(target, "backend", None) == "postgres":
-        kwargs = {"command_timeout": QUERY_DEADLINE_S, "connection_class": Connection, **kwargs}
-    return await target.connect(**kwargs)
+def with_deadlines(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg.connect's keyword arguments with a deadline on every statement and on the close,
+    unless the caller chose its own."""
+    return {"command_timeout": QUERY_DEADLINE_S, "connection_class": Connection, **kwargs}
 
 
 def no_answer(conn: Any, what: str, deadline_s: float | None = None) -> NoAnswer:

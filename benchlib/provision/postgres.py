@@ -31,6 +31,7 @@ from benchlib.errors import BenchError, shown
 from benchlib.provision import binaries as bins
 from benchlib.provision import docker
 from benchlib.provision.binaries import ServerBinaries
+from benchlib.provision.deadlines import with_deadlines
 from benchlib.provision.local_cluster import LocalCluster, check_settings, runnable
 
 SQL = sql.beside(__file__)
@@ -169,7 +170,8 @@ class PgServer:
         return self.kind == "local"
 
     async def connect(self, **kwargs) -> asyncpg.Connection:
-        return await asyncpg.connect(self.dsn, **kwargs)
+        """A connection whose statements and close have deadlines (deadlines.py)."""
+        return await asyncpg.connect(self.dsn, **with_deadlines(kwargs))
 
     def crash_and_restart(self, timeout: float = 120.0) -> float:
         """SIGKILL the whole server at once, then start it again on the same data directory

@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar, Protocol
 
-from benchlib.provision import deadlines
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 
 Job = Sequence[Any]  # (id, payload, ...): only job[0], the unique id, is relied upon
 
@@ -126,7 +126,7 @@ class OurDesign(PullOps):
     package: ClassVar[str | None] = None
 
     async def connect(self, target: Any, role: str = "admin") -> Any:
-        return await deadlines.connect(target)
+        return await target.connect()
 
 
 def system_version(cls: type) -> str:
@@ -147,10 +147,10 @@ def system_version(cls: type) -> str:
 async def run_sql(target: Any, *statements: str) -> None:
     """Housekeeping a library has no call for (creating or dropping its schema, ANALYZE),
     over a plain connection of the target, closed afterwards."""
-    conn = await deadlines.connect(target)
+    conn = await target.connect()
     try:
         for statement in statements:
-            await conn.execute(statement, timeout=deadlines.HOUSEKEEPING_DEADLINE_S)
+            await conn.execute(statement, timeout=HOUSEKEEPING_DEADLINE_S)
     finally:
         await conn.close()
 

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlib import sql
-from benchlib.provision import deadlines
 
 SQL = sql.beside(__file__)
 APPLICATION = "benchlib-sampler"
@@ -28,7 +27,7 @@ WAIT_HZ = 10.0
 
 async def connect(target: Any) -> Any:
     """A connection of the sampler's own (its application name keeps it out of the census)."""
-    return await deadlines.connect(target, server_settings={"application_name": APPLICATION})
+    return await target.connect(server_settings={"application_name": APPLICATION})
 
 
 async def table_stats(conn: Any, tables: Sequence[str] = (), control: Sequence[str] = ()) -> dict[str, dict[str, int]]:

@@ -74,7 +74,7 @@ from scipy import stats
 
 from benchlib import params as check
 from benchlib import outputs, pgbench, queues, sql
-from benchlib.errors import BenchError, ending, failure_reason
+from benchlib.errors import BenchError, kept_reason
 from benchlib.measure import CpuMeter, tree_cpu_s, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
@@ -827,10 +827,9 @@ async def _cell(p: Params, cell: Cell, system: Any, target: Any, state: dict, st
         try:
             row |= await run_step(target, system, consumers, batch, plan, p, producer)
         except Exception as err:  # a failed step is a failed step, kept with its reason
-            if (stalled := ending(err)) is not None:  # the server stopped answering: the run ends (runner.py)
-                raise stalled from None
+            reason = kept_reason(err)
             row |= {"rate": plan.rate, "window_s": plan.seconds, "warmup_s": p.warmup_s, "verdict": "fail",
-                    "error": failure_reason(err), "reason": failure_reason(err)}
+                    "error": reason, "reason": reason}
         row["settings"] = json.dumps(_settings_of(system, consumers, batch), sort_keys=True)
         return row
 

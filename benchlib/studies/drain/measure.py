@@ -42,7 +42,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import backlog, pgbench, queues
-from benchlib.errors import BenchError, ending, failure_reason, shown
+from benchlib.errors import BenchError, kept_reason, shown
 from benchlib.measure import CpuMeter, Latencies, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.results import Schema, utc_now
@@ -364,9 +364,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         try:
             row |= await once(target, queue, consumers, batch, size, p.idle_timeout_s)
         except Exception as err:  # kept as a row with its reason, never dropped
-            if (stalled := ending(err)) is not None:  # the server stopped answering: the run ends (runner.py)
-                raise stalled from None
-            row["error"] = failure_reason(err)
+            row["error"] = kept_reason(err)
         step(f"sample {sample}")
         if not warmup and with_limit(p):  # interleaved: harness, pgbench, harness, pgbench, ...
             row |= await pgbench.beside(row, target, queue, p.backend, consumers, batch, size)

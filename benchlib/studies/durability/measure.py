@@ -38,7 +38,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import backlog, pgbench, queues
-from benchlib.errors import BenchError, ending, failure_reason
+from benchlib.errors import BenchError, kept_reason
 from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
 from benchlib.workload.ledger import Ledger
@@ -357,9 +357,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
             got = await drain_once(target, queue, clients, 1, jobs, p.idle_timeout_s)
             row |= {k: got[k] for k in SAMPLES if k in got}
         except Exception as err:  # kept as a row with its reason, never dropped
-            if (stalled := ending(err)) is not None:  # the server stopped answering: the run ends (runner.py)
-                raise stalled from None
-            row["error"] = failure_reason(err)
+            row["error"] = kept_reason(err)
         step(f"sample {sample}")
         if not warmup and pgbench.applies(queue, "postgres"):  # interleaved with the harness's samples
             row |= await pgbench.beside(row, target, queue, "postgres", clients, 1, jobs)
@@ -383,9 +381,7 @@ async def _crashes(p: Params, cell: Cell, target: Any, queue: Any, step: Callabl
         try:
             row |= await crash_once(target, queue, mode, p.crash_clients, after, p.crash_backlog)
         except Exception as err:
-            if (stalled := ending(err)) is not None:
-                raise stalled from None
-            row["error"] = failure_reason(err)
+            row["error"] = kept_reason(err)
         rows.append(row)
         step(f"crash {i}")
     return rows

@@ -45,6 +45,7 @@ from benchlib.errors import BenchError, shown
 from benchlib.holders import HOLDERS
 from benchlib.measure import Latencies, now_ns
 from benchlib.provision import PgServer
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
 from benchlib import timeline
@@ -571,8 +572,8 @@ async def _setup_bystanders(server: PgServer, rows: int) -> PgServer:
     conn = await target.connect()
     try:
         await conn.execute(SQL["bystander_install"])
-        await conn.execute(SQL["bystander_fill"], rows)
-        await conn.execute(SQL["bystander_settle"])
+        await conn.execute(SQL["bystander_fill"], rows, timeout=HOUSEKEEPING_DEADLINE_S)  # grows with the rows
+        await conn.execute(SQL["bystander_settle"], timeout=HOUSEKEEPING_DEADLINE_S)
     finally:
         await conn.close()
     return target

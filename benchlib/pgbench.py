@@ -33,12 +33,15 @@ from typing import Any
 import polars as pl
 
 from benchlib import backlog
-from benchlib.errors import BenchError, kept_reason
+from benchlib.errors import BenchError, NoAnswer, kept_reason
 from benchlib.measure import CpuMeter
 from benchlib.provision import binaries
 from benchlib.provision.lifetime import dies_with_us
 from benchlib.results import Schema
 
+# pgbench's deadline: a minute, plus 10 ms a job (100 jobs/s; the slowest pgbench sample published
+# so far did 1,400 jobs/s). It fires only when a backend pgbench waits on is stopped or frozen.
+DEADLINE_S, DEADLINE_S_PER_JOB = 60.0, 0.01
 STATEMENTS = ("dequeue", "undone")  # what a design's .sql needs for a pgbench limit (`ack` if it has one)
 
 COLUMNS: Schema = {
@@ -128,8 +131,13 @@ async def drive(target: Any, queue: Any, enqueued: Sequence[int], clients: int, 
         f"--transactions={per_client}", f"--define=batch={batch}", "--file=-",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=env, cwd="/", preexec_fn=dies_with_us())
+    deadline_s = DEADLINE_S + DEADLINE_S_PER_JOB * len(enqueued)
     try:
-        out, err = await proc.communicate(script(queue.SQL).encode())
+        async with asyncio.timeout(deadline_s):
+            out, err = await proc.communicate(script(queue.SQL).encode())
+    except TimeoutError:
+        raise NoAnswer(f"pgbench (pid {proc.pid}) did not finish {len(enqueued):,} jobs within {deadline_s:.0f} s: "
+                       "a backend it waits on is stopped or frozen, so the run ends here") from None
     finally:
         if proc.returncode is None:  # cancelled (Ctrl-C): pgbench goes with us
             proc.kill()

@@ -52,6 +52,33 @@ async def test_a_system_with_internal_sql_gets_no_limit_and_no_error(pg_db):
                                 "postgres", 1, 1, 10) == {}
 
 
+async def test_a_stopped_backend_under_pgbench_ends_the_run_in_one_line(pg_db, monkeypatch):
+    """pgbench's backend SIGSTOPped (the server's account can stop its own backends): pgbench
+    waits for good, so its wait has a deadline (a minute plus 10 ms a job; 3 s here), which ends
+    the run with one line, and pgbench goes."""
+    from benchlib.errors import NoAnswer
+    from tests.integration.processes import stopped
+
+    monkeypatch.setattr(pgbench, "DEADLINE_S", 3.0)
+    monkeypatch.setattr(pgbench, "DEADLINE_S_PER_JOB", 0.0)
+    task = asyncio.create_task(pgbench.beside({"throughput_jobs_s": 1.0}, pg_db, queues.get("skip_locked", "postgres"),
+                                              "postgres", 1, 1, 30_000))
+    conn = await pg_db.connect()
+    try:
+        pids = []
+        while not pids and not task.done():  # the prefill first, then pgbench's session
+            await asyncio.sleep(0.05)
+            pids = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = 'benchlib-pgbench'")
+        with stopped(psutil.Process(pids[0]["pid"])):
+            with pytest.raises(NoAnswer, match=r"^pgbench \(pid \d+\) did not finish 30,000 jobs within 3 s"):
+                await asyncio.wait_for(task, 60)
+        assert _pgbench_children() == []
+    finally:
+        await conn.close()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_cancelling_mid_run_leaves_no_pgbench_behind(pg_db):
     # 30,000 jobs at batch 1 keep one pgbench client busy for half a minute or more; the
     # prefill before it takes seconds, more on a loaded CI machine, so wait up to two minutes

@@ -80,6 +80,18 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _canonical(node: object) -> str:
+    """A syntax tree as text that Python 3.11 to 3.13 write alike: ast.dump is not (3.12 adds
+    `type_params`, 3.13 leaves out empty fields), so empty fields are always left out here."""
+    if isinstance(node, ast.AST):
+        fields = ",".join(f"{k}={_canonical(v)}" for k, v in ast.iter_fields(node)
+                          if v is not None and v != [] and k != "type_params")
+        return f"{type(node).__name__}({fields})"
+    if isinstance(node, list):
+        return "[" + ",".join(_canonical(x) for x in node) + "]"
+    return repr(node)
+
+
 def digest(path: Path) -> str:
     """What of a file can change a measurement: a .py file's syntax tree without docstrings
     (so without comments and layout), anything else's bytes."""
@@ -91,7 +103,7 @@ def digest(path: Path) -> str:
 def _digest(path: str, mtime_ns: int, size: int) -> str:  # a run asks once per cell: parse each file once
     data = Path(path).read_bytes()
     if path.endswith(".py"):
-        data = ast.dump(_without_docstrings(ast.parse(data, filename=path)), include_attributes=False).encode()
+        data = _canonical(_without_docstrings(ast.parse(data, filename=path))).encode()
     return hashlib.sha256(data).hexdigest()[:16]
 
 
@@ -162,13 +174,19 @@ def pin(files: Sequence[str], same: bool) -> list[str]:
             lock["digests"].pop(rel, None)
     lock["shared"] = [name(f) for f in shared]
     changed = []
-    for set_name, own in sets_in_use().items():
+    in_use = sets_in_use()
+    for set_name, own in in_use.items():
         if set_name in lock["sets"] and (same or not set(files) & {name(f) for f in [*shared, *own]}):
             continue
         for f in [*shared, *own]:
             lock["digests"].setdefault(name(f), digest(f))
         lock["sets"][set_name] = content_version([*shared, *own])
         changed.append(set_name)
+    if not same:  # a set no profile uses today, holding a changed file, must not come back pinned
+        for set_name in [n for n in lock["sets"] if n not in in_use]:
+            if set(files) & (set(set_name.split()) | set(lock["shared"])):
+                del lock["sets"][set_name]
+                changed.append(set_name)
     LOCK.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     return changed
 

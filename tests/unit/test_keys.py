@@ -2,6 +2,7 @@
 a change nobody pinned re-measures; the lock is current in every commit."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -51,7 +52,9 @@ def test_docstrings_and_comments_keep_the_version_and_a_statement_moves_it(packa
     text = pacing.read_text()
     head, _, rest = text.partition('"""')
     pacing.write_text(head + '"""Reworded. ' + rest)  # the module docstring
-    cluster.write_text(cluster.read_text().replace("\nimport atexit\n", "\n# a comment\nimport atexit\n\n\n"))
+    text = cluster.read_text()
+    cluster.write_text(text.replace("\nimport atexit\n", "\n# a comment\nimport atexit\n\n\n"))
+    assert cluster.read_text() != text
     assert _version(package) == pinned
     assert keys.moved() == []
     cluster.write_text(cluster.read_text().replace("HALT_GRACE_S = 5.0", "HALT_GRACE_S = 6.0"))
@@ -63,6 +66,9 @@ def test_docstrings_and_comments_keep_the_version_and_a_statement_moves_it(packa
 @pytest.mark.parametrize("same", [True, False])
 def test_pinning_keeps_the_version_or_re_keys_as_the_developer_says(package, same):
     pinned = _version(package)
+    lock = keys._lock()
+    lock["sets"]["studies/unused.py"] = "0123456789abcdef"  # pinned once, used by no profile today
+    keys.LOCK.write_text(json.dumps(lock))
     cluster = package / "provision" / "local_cluster.py"
     cluster.write_text(cluster.read_text().replace("HALT_GRACE_S = 5.0", "HALT_GRACE_S = 6.0"))
     changed = keys.pin(["provision/local_cluster.py"], same=same)
@@ -71,5 +77,6 @@ def test_pinning_keeps_the_version_or_re_keys_as_the_developer_says(package, sam
         assert changed == [] and _version(package) == pinned
     else:
         assert changed and _version(package) != pinned
+        assert "unused.py" not in " ".join(keys._lock()["sets"])  # a set nobody uses now is not kept pinned
         assert _version(package) == keys.content_version(keys.shared_files() + keys.module_files(
             [package / m for m in DRAIN_CELL]))

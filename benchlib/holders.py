@@ -20,6 +20,7 @@ import asyncpg
 
 from benchlib import sql
 from benchlib.errors import BenchError
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 
 SQL = sql.beside(__file__)
 GONE_TIMEOUT_S = 10.0
@@ -76,7 +77,8 @@ class LogicalSlot:
 
     async def start(self, target: Any, admin: asyncpg.Connection) -> None:
         try:
-            await admin.fetchval(SQL["create_slot"], self.slot)
+            # waits for every transaction running then to end: on a user's server, maybe long
+            await admin.fetchval(SQL["create_slot"], self.slot, timeout=HOUSEKEEPING_DEADLINE_S)
         except asyncpg.ObjectNotInPrerequisiteStateError as err:
             raise BenchError(f"logical_slot needs wal_level=logical on the server ({err})") from None
         self.created = True

@@ -14,7 +14,8 @@ The temp directory is shared with every account, and anyone may create a
 `benchlib-*` name there, so the sweep trusts nothing in it: it looks only at real
 directories (lstat, no link followed) owned by our own uid, opens an owner file
 without following a link and without blocking (a FIFO), reads only a regular file's
-first bytes, and counts a directory as removed only once it is gone.
+first bytes, leaves a directory whose owner file it cannot read now (too many open
+files), and counts a directory as removed only once it is gone.
 """
 from __future__ import annotations
 
@@ -68,10 +69,21 @@ def remove(root: Path | None) -> None:
     _LIVE.discard(root)
 
 
-def read_untrusted(path: Path, limit: int) -> bytes:
+def read_untrusted(path: Path, limit: int, trusted: Path | None = None) -> bytes:
     """At most `limit` bytes of a regular file another account may have replaced: never through
-    a link it planted, never blocking on a FIFO (OSError for either)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    a link it planted, in the file's name or in any directory below `trusted` (a directory of
+    ours), and never blocking on a FIFO (OSError for either)."""
+    parts = path.relative_to(trusted).parts if trusted is not None else (str(path),)
+    directory = os.open(trusted, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) if trusted is not None else None
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    finally:
+        if directory is not None:
+            os.close(directory)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
@@ -83,9 +95,22 @@ def read_untrusted(path: Path, limit: int) -> bytes:
 def owner(root: Path) -> int | None:
     """The pid in `root`'s owner file; None unless it is a regular file holding just a pid."""
     try:
-        text = read_untrusted(root / OWNER_FILE, OWNER_BYTES + 1)
+        return _owner(root)
     except OSError:
         return None
+
+
+def _owner(root: Path) -> int | None:
+    """The pid in `root`'s owner file; None if there is none (missing, a link, a FIFO, not a pid);
+    OSError if it cannot be read now (too many open files): then nobody can tell."""
+    try:
+        text = read_untrusted(root / OWNER_FILE, OWNER_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EINVAL):
+            return None
+        raise
     if len(text) > OWNER_BYTES:
         return None
     try:
@@ -120,7 +145,10 @@ def sweep_stale() -> list[Path]:
     for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
         if (st := _ours(root)) is None or root in _LIVE:
             continue
-        pid = owner(root)
+        try:
+            pid = _owner(root)
+        except OSError:
+            continue
         if pid is None and time.time() - st.st_mtime < UNFINISHED_AFTER_S:
             continue  # being created right now by another run of ours
         if pid is not None and _alive(pid):

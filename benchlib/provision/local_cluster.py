@@ -64,7 +64,9 @@ SERVER_ACCOUNT = "postgres"
 BINARY_CACHE = Path("/var/cache/benchlib")
 # What a server program may see of our environment: the locale and time zone (initdb derives the
 # cluster's defaults from them) and a fixed search path; the account's own name and home.
-SERVER_ENV_KEPT = ("LANG", "LANGUAGE", "TZ")  # and every LC_*
+# The locale's variables by name: not every LC_* (ssh's AcceptEnv LC_* carries anything under that prefix).
+SERVER_ENV_KEPT = ("LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY",
+                   "LC_NUMERIC", "LC_TIME")
 SERVER_PATH = "/usr/local/bin:/usr/bin:/bin"
 # An immediate shutdown takes well under a second; one that has not ended by then never will.
 HALT_GRACE_S = 5.0
@@ -92,7 +94,7 @@ def server_user() -> pwd.struct_passwd | None:
 
 def server_environment() -> dict[str, str]:
     """The whole environment of a server program: the allow-list above, nothing else of ours."""
-    env = {k: v for k, v in os.environ.items() if k in SERVER_ENV_KEPT or k.startswith("LC_")}
+    env = {k: v for k, v in os.environ.items() if k in SERVER_ENV_KEPT}
     env["PATH"] = SERVER_PATH
     if (pw := server_user()) is not None:
         env |= {"HOME": pw.pw_dir, "USER": pw.pw_name, "LOGNAME": pw.pw_name}
@@ -109,7 +111,7 @@ def as_server(**popen: Any) -> dict[str, Any]:
     pw = server_user()
     if pw is not None:
         popen |= {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": os.getgrouplist(pw.pw_name, pw.pw_gid)}
-    return {"env": server_environment(), **popen}
+    return popen | {"env": server_environment()}  # never a caller's environment
 
 
 def hand_over(path: Path) -> None:
@@ -131,9 +133,10 @@ def let_through(path: Path) -> None:
         path.chmod(0o710)
 
 
-def read_server_file(path: Path, limit: int = 4096) -> str:
-    """A small file in the server account's directory (tempdirs.read_untrusted)."""
-    return tempdirs.read_untrusted(path, limit).decode(errors="replace")
+def read_server_file(path: Path, trusted: Path, limit: int = 4096) -> str:
+    """A small file in the server account's directory, below `trusted` (a directory of ours), read
+    without following a link anywhere below it (tempdirs.read_untrusted)."""
+    return tempdirs.read_untrusted(path, limit, trusted).decode(errors="replace")
 
 
 def runnable(binaries: ServerBinaries) -> ServerBinaries:
@@ -340,7 +343,7 @@ class LocalCluster:
             if self.proc.poll() is not None:
                 raise BenchError(f"postgres exited during start-up: {self.log_tail()}")
             try:
-                lines = read_server_file(pidfile).splitlines()
+                lines = read_server_file(pidfile, self.root).splitlines()
                 # the pid line too: after a crash the old file still says "ready" until ours replaces it
                 if len(lines) >= 8 and lines[0].strip() == str(self.proc.pid) and lines[7].strip() == "ready":
                     return

@@ -43,11 +43,18 @@ NO_POSTGRES = (
 # the superuser-reserved slots too: the whole of max_connections is ours.
 
 
+SECRET_KEYS = ("password", "sslpassword")
+_OPTION_NAME = re.compile(r"(?:-c\s*|--)([\w.-]+)\s*=")
+
+
 def _secret(key: str, value: str) -> bool:
-    """Whether a DSN parameter carries a password: its key, decoded and in any case (drivers
-    differ: asyncpg passes unknown keys on as server settings), or a password inside `options`."""
+    """Whether a DSN parameter carries a secret: its key, decoded and in any case (drivers
+    differ: asyncpg passes unknown keys on as server settings), or such a key set in `options`
+    (`-c password=...`, `--password=...`)."""
     key = key.strip().lower()
-    return key == "password" or (key == "options" and "password" in value.lower())
+    if key == "options":
+        return any(name.lower() in SECRET_KEYS for name in _OPTION_NAME.findall(value))
+    return key in SECRET_KEYS
 
 
 _CONNINFO_PAIR = re.compile(r"\s*([^\s=]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")

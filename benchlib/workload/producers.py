@@ -50,7 +50,7 @@ STOP_GRACE_S = 5.0
 # connections or library session: seconds) and `done` after `stop` (its producers' last enqueue
 # calls, then closing their connections or session: an adapter's up to its 5 s stop grace). A
 # minute is ample on a loaded 2-core machine; a deadline that fired in a healthy run would fail its step.
-REPLY_DEADLINE_S = 60.0
+REPLY_DEADLINE_S = 90.0  # longer than an adapter request's deadline inside it (60 s) and its stop grace
 HEADER = struct.Struct("!I")
 MAX_FRAME = 256 << 20  # a frame larger than this is a broken child, not data
 

@@ -124,7 +124,8 @@ def test_no_server_account_process_carries_our_environment():
     /proc/<pid>/environ: a JupyterLab token gives a root shell. Started as root with a marker
     and a token set, every process of the server account holds neither."""
     marker, token = f"marker-{os.urandom(8).hex()}", f"token-{os.urandom(8).hex()}"
-    env = {**os.environ, "BENCH_TEST_MARKER": marker, "JUPYTER_TOKEN": token, "PGPASSWORD": marker}
+    env = {**os.environ, "BENCH_TEST_MARKER": marker, "JUPYTER_TOKEN": token, "PGPASSWORD": marker,
+           "LC_BENCH_MARKER": marker}  # ssh's AcceptEnv LC_* passes anything under that prefix
     proc = subprocess.Popen([sys.executable, "-c", SERVING], stdout=subprocess.PIPE, text=True, env=env)
     try:
         postmaster = int(proc.stdout.readline())
@@ -284,18 +285,19 @@ def test_reading_a_server_file_never_blocks_follows_a_link_or_reads_it_whole(tmp
     fifo, link, big = tmp_path / "fifo", tmp_path / "link", tmp_path / "big"
     os.mkfifo(fifo)
     link.symlink_to("/etc/hostname")
+    (tmp_path / "data").symlink_to("/etc")  # a directory on the way replaced by a link
     with open(big, "wb") as f:
         f.truncate(1 << 30)  # sparse
     with ThreadPoolExecutor(1) as pool:
-        for path in (fifo, link):
-            reading = pool.submit(read_server_file, path)
+        for path in (fifo, link, tmp_path / "data" / "hostname"):
+            reading = pool.submit(read_server_file, path, tmp_path)
             try:
                 with pytest.raises(OSError):
                     reading.result(timeout=5)
             except Timeout:
                 open(fifo, "w").close()  # let the blocked reader go, then fail
                 pytest.fail(f"reading {path.name} blocked")
-    assert len(read_server_file(big)) == 4096
+    assert len(read_server_file(big, tmp_path)) == 4096
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")

@@ -26,6 +26,8 @@ from benchlib.studies.drain.measure import SAMPLES as DRAIN_SCHEMA
     ("postgresql://bob:s3cret@h1:5432,h2:5433/app", "postgresql://bob@h1:5432,h2:5433/app"),
     ("host=db options='-c password=s3cret' dbname=app", "host=db dbname=app"),
     ("host=db Password = s3cret", "host=db"),
+    ("postgresql://bob@/app?sslpassword=s3cret&host=/tmp", "postgresql://bob@/app?host=/tmp"),
+    ("postgresql://bob@/app?options=--password%3Ds3cret", "postgresql://bob@/app"),
 ])
 def test_redact_removes_the_password(dsn, kept):
     assert redact(dsn) == kept
@@ -35,7 +37,8 @@ def test_redact_removes_the_password(dsn, kept):
 
 
 @pytest.mark.parametrize("dsn", ["postgresql://bob@/app?host=/tmp&dbname=passwords", "host=db dbname=password_db",
-                                 "postgresql://bob@/app?options=-c%20work_mem%3D8MB"])
+                                 "postgresql://bob@/app?options=-c%20work_mem%3D8MB",
+                                 "postgresql://bob@/app?options=-c%20password_encryption%3Dmd5"])
 def test_a_dsn_without_a_password_is_left_as_it_is(dsn):
     assert not has_password(dsn)
     assert redact(dsn) == dsn

@@ -552,8 +552,9 @@ def _make_queue(name: str, p: Params) -> Any:
 async def _create_database(server: PgServer, name: str) -> PgServer:
     admin = await server.connect()
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        # each checkpoints (CREATE twice before PostgreSQL 15): time that grows with the server's dirty buffers
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=HOUSEKEEPING_DEADLINE_S)
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0', timeout=HOUSEKEEPING_DEADLINE_S)
     finally:
         await admin.close()
     return server.database(name)
@@ -562,7 +563,7 @@ async def _create_database(server: PgServer, name: str) -> PgServer:
 async def _drop_database(server: PgServer, name: str) -> None:
     admin = await server.connect()
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=HOUSEKEEPING_DEADLINE_S)
     finally:
         await admin.close()
 

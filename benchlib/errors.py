@@ -47,13 +47,19 @@ def shown(value: Any, limit: int = SHOWN) -> str:
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
-def ending(err: BaseException) -> NoAnswer | None:
-    """The NoAnswer that ends the run, if `err` is one or an ExceptionGroup (a TaskGroup's) holds one."""
+def ending(err: BaseException | None, seen: set[int] | None = None) -> NoAnswer | None:
+    """The NoAnswer that ends the run, if `err` is one, an ExceptionGroup (a TaskGroup's) holds
+    one, or one was being handled when `err` was raised: a clean-up that failed after it (the
+    stopped backend also blocks a DROP DATABASE) must not hide it."""
+    seen = set() if seen is None else seen
+    if err is None or id(err) in seen:
+        return None
+    seen.add(id(err))
     if isinstance(err, NoAnswer):
         return err
-    if isinstance(err, BaseExceptionGroup):
-        return next((found for e in err.exceptions if (found := ending(e)) is not None), None)
-    return None
+    inner = list(err.exceptions) if isinstance(err, BaseExceptionGroup) else []
+    return next((found for e in [*inner, err.__cause__, err.__context__] if (found := ending(e, seen)) is not None),
+                None)
 
 
 def kept_reason(err: BaseException) -> str:

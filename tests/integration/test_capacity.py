@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 # drain_timeout_s: long enough that every step is reconciled even on a loaded machine (a step not
 # drained in time is unchecked, and these tests assert what was counted)
 TINY = {"warmup_s": 1, "window_s": 5, "max_steps": 2, "precision": 1.0, "confirm_factor": 1.0, "pickup_rate": 0,
-        "start_rate": 150, "drain_profile": None, "drain_timeout_s": 60}
+        "start_rate": 50, "drain_profile": None, "drain_timeout_s": 60}
 
 
 @pytest.mark.parametrize(("backend", "system", "producers_run"), [
@@ -43,11 +43,12 @@ async def test_a_tiny_search_keeps_up_counts_every_job_and_says_why(backend, sys
     steps, (result,) = run.steps.sort("step"), run.results.iter_rows(named=True)
     assert steps.height >= 2 and set(steps["verdict"]) <= {"pass", "fail", "inconclusive", "producer-bound"}
     warm, first = steps.row(0, named=True), steps.row(1, named=True)
-    assert (warm["purpose"], warm["step"], warm["rate"]) == ("warmup", -1, 150)  # the run's first step, discarded
+    assert (warm["purpose"], warm["step"], warm["rate"]) == ("warmup", -1, 50)  # the run's first step, discarded
     assert steps["purpose"].to_list().count("warmup") == 1
     # nothing lost where it was counted (a failed step is not drained, so not reconciled: lost is
-    # null there, never a number), nothing twice anywhere; procrastinate's 2 workers are at about
-    # 150 jobs/s here, so its first step passes or fails with the machine's load
+    # null there, never a number), nothing twice anywhere. The search starts at 50 jobs/s, a third of
+    # what procrastinate's 2 workers keep up with on this machine when it is idle, so that a busy
+    # machine still passes (and reconciles) a step; which steps pass is the load's
     reconciled = steps.filter(pl.col("lost").is_not_null())
     assert reconciled.height >= 1 and reconciled["lost"].to_list() == [0] * reconciled.height
     assert steps["duplicates"].to_list() == [0] * steps.height and first["enqueued"] > 0

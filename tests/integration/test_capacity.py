@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import polars as pl
@@ -204,65 +205,64 @@ async def test_the_statistics_keeper_applies_autovacuum_s_rule_and_the_tables_ow
             await conn.close()
 
 
-async def test_a_producer_process_that_dies_fails_its_step_with_why_and_the_next_step_starts_another():
-    """The producers apart: their process killed mid-step fails that step (with the reason, not a
-    hang), leaves no process behind, and the cell's next step runs on a new one, every job counted."""
+@asynccontextmanager
+async def _producing_apart():
+    """A skip_locked step at 200 jobs/s whose producers run apart, once they produce: yields the
+    step's task, its ProducerProcess and a function that runs the next step on the same."""
     from benchlib import queues
     from benchlib.provision import open_backend
     from benchlib.studies.capacity import measure as m
     from benchlib.workload.producers import ProducerProcess
 
-    p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None)
+    p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None, drain_timeout_s=60)
     system = queues.get("skip_locked", "postgres")
     async with open_backend("postgres", settings=m.settings(p)) as target:
         producer = ProducerProcess(system, "postgres", target)
+
+        def next_step():
+            return m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p, producer)
+
+        step = asyncio.create_task(next_step())
         try:
-            step = asyncio.create_task(m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p,
-                                                  producer))
             while producer.proc is None or producer.reader is None:
                 await asyncio.sleep(0.05)
-            first = producer.proc
-            await asyncio.sleep(0.5)
-            os.killpg(first.pid, signal.SIGKILL)
-            with pytest.raises(RuntimeError, match="the producer process ended"):
-                await asyncio.wait_for(step, 30)
-            assert first.returncode is not None and producer.proc is None  # closed by the failed step
-            row = await m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p, producer)
-            assert producer.proc is not None and producer.proc is not first
-            assert row["enqueued"] > 0 and row["lost"] in (0, None) and row["duplicates"] == 0, row  # verdict: the load's
+            yield step, producer, next_step
         finally:
+            step.cancel()
+            await asyncio.gather(step, return_exceptions=True)
             await producer.close()
-        assert producer.proc is None and first.returncode is not None
+
+
+async def test_a_producer_process_that_dies_fails_its_step_with_why_and_the_next_step_starts_another():
+    """The producers apart: their process killed mid-step fails that step (with the reason, not a
+    hang), leaves no process behind, and the cell's next step runs on a new one, every job counted."""
+    async with _producing_apart() as (step, producer, next_step):
+        first = producer.proc
+        await asyncio.sleep(0.5)
+        os.killpg(first.pid, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="the producer process ended"):
+            await asyncio.wait_for(step, 30)
+        assert first.returncode is not None and producer.proc is None  # closed by the failed step
+        row = await next_step()
+        assert producer.proc is not None and producer.proc is not first
+        assert row["enqueued"] > 0 and row["lost"] in (0, None) and row["duplicates"] == 0, row  # verdict: the load's
+    assert producer.proc is None and first.returncode is not None
 
 
 async def test_a_stopped_producer_process_fails_its_step_in_one_line_naming_it(monkeypatch):
     """SIGSTOPped mid-window, the producer process never says `done`: the step waited for it for
-    good (a capacity run held over 90 s). Its replies have a deadline (REPLY_DEADLINE_S, 60 s;
+    good (a capacity run held over 90 s). Its replies have a deadline (REPLY_DEADLINE_S, 90 s;
     3 s here): the step fails in one line naming it, and the stopped child is ended and reaped."""
-    from benchlib import queues
-    from benchlib.provision import open_backend
-    from benchlib.studies.capacity import measure as m
     from benchlib.workload import producers
-    from benchlib.workload.producers import ProducerProcess
 
     monkeypatch.setattr(producers, "REPLY_DEADLINE_S", 3.0)
-    p = capacity.Params(systems=["skip_locked"], warmup_s=1, window_s=5, drain_profile=None)
-    system = queues.get("skip_locked", "postgres")
-    async with open_backend("postgres", settings=m.settings(p)) as target:
-        producer = ProducerProcess(system, "postgres", target)
-        try:
-            step = asyncio.create_task(m.run_step(target, system, 2, 10, m.StepPlan(200, p.window_s, "search"), p,
-                                                  producer))
-            while producer.proc is None or producer.reader is None:  # producing
-                await asyncio.sleep(0.05)
-            child = producer.proc
-            with stopped(psutil.Process(child.pid)):
-                with pytest.raises(RuntimeError, match=rf"^the producer process \(pid {child.pid}\) did not send "
-                                                       r"`done` after `stop` within 3 s"):
-                    await asyncio.wait_for(step, 60)
-                assert child.returncode is not None and producer.proc is None  # ended and reaped by the failed step
-        finally:
-            await producer.close()
+    async with _producing_apart() as (step, producer, _):
+        child = producer.proc
+        with stopped(psutil.Process(child.pid)):
+            with pytest.raises(RuntimeError, match=rf"^the producer process \(pid {child.pid}\) did not send "
+                                                   r"`done` after `stop` within 3 s"):
+                await asyncio.wait_for(step, 60)
+            assert child.returncode is not None and producer.proc is None  # ended and reaped by the failed step
 
 
 def test_sigterm_ends_a_search_waiting_on_a_stopped_producer_process_within_10_s(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -99,3 +100,15 @@ def adapter_runnable(name: str) -> None:
         m = adapter_builds.manifest(cls.adapter)
         if not m.built():
             pytest.skip(m.missing() or f"the {name} adapter is not built (make setup)")
+
+
+def terminated(proc: subprocess.Popen) -> tuple[float, str, list[psutil.Process]]:
+    """SIGTERM to a running benchlib command: the seconds until it ended, its stderr, and those of
+    its descendants (at the signal) still alive 5 s after it ended."""
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - signalled
+    _, alive = psutil.wait_procs(descendants, timeout=5)
+    return took, err, alive

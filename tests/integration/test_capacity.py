@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from processes import child_running, postgres_under, stopped, until
+from processes import child_running, postgres_under, stopped, terminated, until
 
 from benchlib.studies import capacity
 
@@ -280,12 +280,7 @@ def test_sigterm_ends_a_search_waiting_on_a_stopped_producer_process_within_10_s
         with stopped(child):
             time.sleep(5)  # the step's window is over: the run waits on the child's `done`
             assert proc.poll() is None
-            started = psutil.Process(proc.pid).children(recursive=True)
-            signalled = time.monotonic()
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=60)
-            took = time.monotonic() - signalled
-            _, alive = psutil.wait_procs(started, timeout=5)
+            took, err, alive = terminated(proc)
     finally:
         if proc.poll() is None:  # an assertion failed first: the run does not outlive the test
             proc.kill()

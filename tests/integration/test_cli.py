@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import polars as pl
-import psutil
 import pytest
 from processes import (adapter_runnable, backend_running, child_running, postgres_under, stopped, terminated,
                        until)

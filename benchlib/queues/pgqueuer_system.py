@@ -3,7 +3,9 @@
 Installed with its own `Queries.install()` into a schema of its own (the
 connections' search_path; pgqueuer defers to it when no schema is configured), so
 a fresh sample and cleanup are one DROP SCHEMA. Jobs are enqueued with one list
-`Queries.enqueue`. Concurrency C is C QueueManagers, each on its own connection, as
+`Queries.enqueue`, over one connection opened at the first enqueue and kept for the
+session, as a service keeps its producer's connection (a connection per call would
+measure connection set-up, not pgqueuer). Concurrency C is C QueueManagers, each on its own connection, as
 pgqueuer scales out; each `run(batch_size=B)` claims up to B jobs per dequeue query
 (the studies' batch axis). Draining a backlog it runs `mode=drain` and stops by itself
 once the queue is empty; keeping up with a producer it runs `mode=continuous`, woken
@@ -37,11 +39,20 @@ DEQUEUE_TIMEOUT_S = 30.0  # QueueManager.run's default: the longest an idle mana
 class Session:
     def __init__(self, target: Any) -> None:
         self.target = target
+        self.producer: Queries | None = None  # on one connection: opened once, as a service opens it at start
+        self.producer_conn: asyncpg.Connection | None = None
+        self.producing = asyncio.Lock()  # one call at a time on the producer's connection
+
+    async def close(self) -> None:
+        if self.producer_conn is not None:
+            conn, self.producer_conn, self.producer = self.producer_conn, None, None
+            await conn.close()
 
     async def connect(self) -> asyncpg.Connection:
         return await self.target.connect(server_settings={"search_path": SCHEMA})
 
     async def uninstall(self) -> None:
+        await self.close()  # its connection may hold prepared statements of the old tables
         await run_sql(self.target, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
     async def install(self) -> None:
@@ -54,13 +65,13 @@ class Session:
             await conn.close()
 
     async def enqueue_many(self, payloads: Sequence[str]) -> list[int]:
-        conn = await self.connect()
-        try:
-            ids = await Queries(AsyncpgDriver(conn)).enqueue(
+        async with self.producing:
+            if self.producer is None:
+                self.producer_conn = await self.connect()
+                self.producer = Queries(AsyncpgDriver(self.producer_conn))
+            ids = await self.producer.enqueue(
                 [ENTRYPOINT] * len(payloads), [p.encode() for p in payloads], [0] * len(payloads))
             return [int(i) for i in ids]
-        finally:
-            await conn.close()
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
                    continuous: bool = False) -> None:
@@ -113,4 +124,8 @@ class Pgqueuer:
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        yield Session(target)
+        session = Session(target)
+        try:
+            yield session
+        finally:
+            await session.close()

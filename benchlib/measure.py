@@ -95,6 +95,12 @@ class CpuMeter:
         self._client, self._server = _own_cpu_s(), tree_cpu_s(self.server_pid)
         return self
 
+    def spent(self) -> tuple[float, float | None]:
+        """(client, server) CPU seconds since start(): raw, so that several spans add up."""
+        server = tree_cpu_s(self.server_pid)
+        return (_own_cpu_s() - self._client,
+                server - self._server if server is not None and self._server is not None else None)
+
     def stop(self, jobs: int) -> dict[str, float | None]:
         """{client_cpu_us_per_job, server_cpu_us_per_job} since start()."""
         client, server = _own_cpu_s() - self._client, tree_cpu_s(self.server_pid)

@@ -42,6 +42,16 @@ def positive_float(name: str, value: Any) -> float:
     return number
 
 
+def non_negative_float(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BenchError(f"{name} must be a number >= 0, got {shown(value)}") from None
+    if not number >= 0 or number == float("inf"):
+        raise BenchError(f"{name} must be a finite number >= 0, got {shown(value)}")
+    return number
+
+
 MAX_AXIS = 64  # values on one sweep axis: every one is a cell, and a cell takes seconds to minutes
 
 

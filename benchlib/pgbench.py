@@ -107,10 +107,21 @@ def parse(stdout: str) -> tuple[int, float]:
     return int(done.group(1)), float(tps.group(1))
 
 
-async def run(target: Any, queue: Any, clients: int, batch: int, jobs: int) -> dict[str, Any]:
-    """One pgbench sample over a fresh backlog of `jobs`; returns pgbench_jobs_s and pgbench_jobs."""
+async def run(target: Any, queue: Any, clients: int, batch: int, jobs: int, min_timed_s: float = 0.0) -> dict[str, Any]:
+    """One pgbench sample: drains of a fresh backlog of `jobs` each, until pgbench's own timed
+    parts add up to `min_timed_s` (as the harness's sample beside it: drain.measure.sample)."""
     executable(target)  # before the prefill: a missing pgbench costs nothing
-    return await drive(target, queue, backlog.ids_of(await backlog.fill(target, queue, jobs)), clients, batch)
+    parts: list[dict[str, Any]] = []
+    while True:
+        parts.append(got := await drive(target, queue, backlog.ids_of(await backlog.fill(target, queue, jobs)),
+                                        clients, batch))
+        timed = sum(p["elapsed_s"] or 0.0 for p in parts)
+        if not got["elapsed_s"] or got["pgbench_jobs"] < jobs or timed >= min_timed_s:
+            break
+    done, server = sum(p["pgbench_jobs"] for p in parts), [p["server_s"] for p in parts]
+    return {"pgbench_jobs_s": done / timed if timed else None, "pgbench_jobs": done,
+            "pgbench_cpu_us_per_job": sum(p["own_s"] for p in parts) * 1e6 / done if done else None,
+            "pgbench_server_cpu_us_per_job": sum(server) * 1e6 / done if done and None not in server else None}
 
 
 def _children_cpu_s() -> float:
@@ -119,8 +130,9 @@ def _children_cpu_s() -> float:
 
 
 async def drive(target: Any, queue: Any, enqueued: Sequence[int], clients: int, batch: int) -> dict[str, Any]:
-    """pgbench over a backlog that is in place (`enqueued`, its ids); the jobs it finished are
-    counted by id afterwards, and the CPU it and the server spent on them is read from the OS."""
+    """pgbench over a backlog that is in place (`enqueued`, its ids): the jobs it finished,
+    counted by id afterwards, its timed seconds, and the CPU seconds it (`own_s`) and the
+    server (`server_s`) spent, read from the OS."""
     exe = executable(target)
     own_before, server = _children_cpu_s(), CpuMeter(target.server_pid).start()
     per_client = math.ceil(len(enqueued) / (clients * batch))
@@ -148,21 +160,18 @@ async def drive(target: Any, queue: Any, enqueued: Sequence[int], clients: int, 
         raise BenchError(f"pgbench exited with {proc.returncode}: {last}")
     transactions, tps = parse(out.decode())
     own = _children_cpu_s() - own_before
-    server_cpu = server.stop(1)["server_cpu_us_per_job"]
+    _, server_s = server.spent()
     conn = await queue.connect(target)
     try:
         left = await queue.undone(conn, enqueued)
     finally:
         await conn.close()
-    done = len(set(enqueued)) - len(left)
-    elapsed = transactions / tps if tps else None
-    return {"pgbench_jobs_s": done / elapsed if elapsed else None, "pgbench_jobs": done,
-            "pgbench_cpu_us_per_job": own * 1e6 / done if done else None,
-            "pgbench_server_cpu_us_per_job": server_cpu / done if done and server_cpu is not None else None}
+    return {"pgbench_jobs": len(set(enqueued)) - len(left), "elapsed_s": transactions / tps if tps else None,
+            "own_s": own, "server_s": server_s}
 
 
 async def beside(row: dict[str, Any], target: Any, queue: Any, backend: str, clients: int, batch: int,
-                 jobs: int) -> dict[str, Any]:
+                 jobs: int, min_timed_s: float = 0.0) -> dict[str, Any]:
     """The pgbench columns of a measured harness row: its limit, the ratio, or why there is none.
 
     A system whose SQL is internal gets empty columns and no error: it has no limit of
@@ -173,7 +182,7 @@ async def beside(row: dict[str, Any], target: Any, queue: Any, backend: str, cli
     if (why := support(queue)) is not None:
         return {"pgbench_error": why}
     try:
-        got = await run(target, queue, clients, batch, jobs)
+        got = await run(target, queue, clients, batch, jobs, min_timed_s)
     except Exception as err:  # the harness's sample stands; the missing limit says why
         return {"pgbench_error": kept_reason(err)}
     harness, limit = row.get("throughput_jobs_s"), got["pgbench_jobs_s"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 
 import pgqrs
 import polars as pl
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_run_publishes_and_resumes(tmp_path):
-    params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1,
+    params = drain.Params(min_timed_s=0, backend="sqlite", consumers=[1, 2], batch_sizes=[5], prefill=200, samples=3, warmup=1,
                           warmup_prefill=50)
     first = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
     assert first.columns == list(SAMPLES)
@@ -45,7 +46,7 @@ async def test_run_publishes_and_resumes(tmp_path):
     again = (await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)).samples
     assert again.equals(first)  # same code, same machine: reused
     assert manifest_path.read_text() == before  # nothing new: the measuring run's manifest stays
-    fewer = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1,
+    fewer = drain.Params(min_timed_s=0, backend="sqlite", consumers=[1], batch_sizes=[5], prefill=200, samples=3, warmup=1,
                          warmup_prefill=50)
     await drain.run(fewer, data_dir=tmp_path, profile="smoke", progress=False)  # a subset, all cached: published anew
     assert json.loads(manifest_path.read_text())["cells_reused"] == 1
@@ -60,7 +61,7 @@ async def test_a_rerun_with_nothing_to_measure_starts_no_server(tmp_path, monkey
     no server, no fsync probe; the published files stay byte for byte."""
     from benchlib.provision import local_cluster
 
-    params = drain.Params(consumers=[1], batch_sizes=[5], prefill=100, samples=1, warmup=0)
+    params = drain.Params(min_timed_s=0, consumers=[1], batch_sizes=[5], prefill=100, samples=1, warmup=0)
     await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
     home = tmp_path / "drain" / "smoke"
     before = {p.name: p.read_bytes() for p in home.iterdir()}
@@ -75,10 +76,10 @@ async def test_a_rerun_with_nothing_to_measure_starts_no_server(tmp_path, monkey
 
 
 async def test_profiles_never_replace_each_other(tmp_path):
-    small = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
+    small = drain.Params(min_timed_s=0, backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
     await drain.run(small, data_dir=tmp_path, profile="standard", progress=False)
     standard = (tmp_path / "drain" / "standard" / "sqlite__sqlite.samples.parquet").read_bytes()
-    await drain.run(drain.Params(backend="sqlite", consumers=[2], batch_sizes=[1], prefill=30, samples=1, warmup=0),
+    await drain.run(drain.Params(min_timed_s=0, backend="sqlite", consumers=[2], batch_sizes=[1], prefill=30, samples=1, warmup=0),
                     data_dir=tmp_path, profile="smoke", progress=False)
     assert (tmp_path / "drain" / "standard" / "sqlite__sqlite.samples.parquet").read_bytes() == standard
     assert (tmp_path / "drain" / "smoke" / "sqlite__sqlite.samples.parquet").exists()
@@ -89,12 +90,12 @@ async def test_the_repository_data_takes_published_profiles_only():
     from benchlib.outputs import REPO_DATA
 
     with pytest.raises(BenchError, match="published profiles only"):
-        await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=5, samples=1),
+        await drain.run(drain.Params(min_timed_s=0, backend="sqlite", consumers=[1], batch_sizes=[1], prefill=5, samples=1),
                         data_dir=REPO_DATA, profile="notebook", progress=False)
 
 
 async def test_a_damaged_cache_cell_is_reported_and_measured_again(tmp_path, capsys):
-    params = drain.Params(backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
+    params = drain.Params(min_timed_s=0, backend="sqlite", consumers=[1], batch_sizes=[5], prefill=50, samples=1, warmup=0)
     await drain.run(params, data_dir=tmp_path, profile="smoke", progress=False)
     (cell,) = (tmp_path / "drain" / ".cells").glob("*.parquet")
     cell.write_bytes(cell.read_bytes()[:40])  # truncated, as by a full disk
@@ -109,7 +110,7 @@ async def test_a_damaged_cache_cell_is_reported_and_measured_again(tmp_path, cap
 
 async def test_without_data_dir_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run = await drain.run(drain.Params(backend="sqlite", consumers=[1], batch_sizes=[1], prefill=20, samples=1),
+    run = await drain.run(drain.Params(min_timed_s=0, backend="sqlite", consumers=[1], batch_sizes=[1], prefill=20, samples=1),
                           progress=False)
     assert list(tmp_path.iterdir()) == [] and run.published is None
 
@@ -155,7 +156,7 @@ async def test_accounting_catches_duplicates(pg_db):
 async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
     # trust auth accepts any password, so the DSN works and carries a secret
     dsn = pg_server.dsn.replace("postgres@", "postgres:hunter2secret@")
-    await drain.run(drain.Params(consumers=[1], batch_sizes=[10], prefill=50, samples=1, warmup=0),
+    await drain.run(drain.Params(min_timed_s=0, consumers=[1], batch_sizes=[10], prefill=50, samples=1, warmup=0),
                     dsn=dsn, data_dir=tmp_path, progress=False)
     written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"hunter2secret" not in written
@@ -166,7 +167,7 @@ async def test_dsn_password_never_reaches_data(pg_server, tmp_path):
 async def test_on_a_users_server_the_study_leaves_nothing_behind(queue, target_for, tmp_path):
     pg_db = await target_for(queue)  # a fresh database (PgQ: a PostgreSQL 15 server with its extension)
     major = queues.QUEUES[queue].server_major if hasattr(queues.QUEUES[queue], "server_major") else None
-    run = await drain.run(drain.Params(queue=queue, consumers=[2], batch_sizes=[10], prefill=50, samples=1,
+    run = await drain.run(drain.Params(min_timed_s=0, queue=queue, consumers=[2], batch_sizes=[10], prefill=50, samples=1,
                                        warmup=0, pg_major=major), dsn=pg_db.dsn, progress=False)
     assert run.samples["lost"].to_list() == [0]
     assert run.manifest["machine"]["fsync_per_s"] is None  # another machine's disk, perhaps: not claimed
@@ -188,7 +189,7 @@ FULL_PGQRS = hasattr(pgqrs, "as_s3")  # built by `make pgqrs-full` (benchlib/whe
 async def test_a_system_that_cannot_run_on_a_backend_leaves_its_reason(tmp_path):
     """pgqrs's PyPI wheel carries only its PostgreSQL store: on SQLite every sample is a
     row with pgqrs's own reason and the way to fix it, and the run completes and publishes."""
-    run = await drain.run(drain.Params(backend="sqlite", queue="pgqrs", consumers=[1, 2], batch_sizes=[10],
+    run = await drain.run(drain.Params(min_timed_s=0, backend="sqlite", queue="pgqrs", consumers=[1, 2], batch_sizes=[10],
                                        prefill=20, samples=1, warmup=0), data_dir=tmp_path, progress=False)
     assert run.samples.height == 2 and run.samples["error"].null_count() == 0
     assert all("not enabled" in e and "make pgqrs-full" in e for e in run.samples["error"])
@@ -202,7 +203,7 @@ async def test_pgqrs_drains_on_each_of_its_own_stores(backend):
     """With every store built in, pgqrs drains a backlog on SQLite, Turso and S3 (one shared
     store over our latency proxy) without losing or repeating a job."""
     settings = {"latency_ms": "5"} if backend == "s3" else {}
-    run = await drain.run(drain.Params(backend=backend, queue="pgqrs", consumers=[1, 2], batch_sizes=[5],
+    run = await drain.run(drain.Params(min_timed_s=0, backend=backend, queue="pgqrs", consumers=[1, 2], batch_sizes=[5],
                                        prefill=30, samples=1, warmup=0, settings=settings), progress=False)
     assert run.samples["error"].is_null().all(), run.samples["error"].to_list()
     assert (run.samples["enqueued"] == 30).all() and (run.samples["lost"] == 0).all()
@@ -232,7 +233,7 @@ async def test_a_stopped_backend_ends_the_run_in_one_line_naming_it(command, pre
 
     monkeypatch.setattr(deadlines, "QUERY_DEADLINE_S", 3.0)
     before = {c.pid for c in psutil.Process().children(recursive=True)}
-    params = drain.Params(consumers=[1], batch_sizes=[1], prefill=prefill, samples=2, warmup=0)
+    params = drain.Params(min_timed_s=0, consumers=[1], batch_sizes=[1], prefill=prefill, samples=2, warmup=0)
     run = asyncio.create_task(drain.run(params, progress=False))
     try:
         backend = await until_async(lambda: backend_running(os.getpid(), command))
@@ -247,3 +248,48 @@ async def test_a_stopped_backend_ends_the_run_in_one_line_naming_it(command, pre
         run.cancel()
         await asyncio.gather(run, return_exceptions=True)
     assert {c.pid for c in psutil.Process().children(recursive=True)} <= before
+
+
+async def test_a_sample_drains_again_until_its_timed_drains_add_up_and_the_depth_axis_runs_beside():
+    """Every grid cell drains the same backlog, again from fresh state until 0.3 s are timed, each
+    job counted by id; the depth axis's backlogs run at the largest consumers x batch, apart."""
+    params = drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[1, 10], prefill=300, samples=2,
+                          warmup=1, depths=[100, 300, 1000], min_timed_s=0.3)
+    assert [c.parts for c in drain.measure.cells(params)][-2:] == [
+        {"consumers": 2, "batch_size": 10, "prefill": 100}, {"consumers": 2, "batch_size": 10, "prefill": 1000}]
+    run = await drain.run(params, progress=False)
+    measured = run.samples.filter(~pl.col("warmup"))
+    assert measured["error"].is_null().all() and (measured["lost"] == 0).all() and (measured["duplicates"] == 0).all()
+    assert (measured["enqueued"] == measured["prefill"] * measured["drains"]).all()
+    assert (measured["elapsed_s"] >= 0.3).all() and (measured["drains"] > 1).any()
+    grid = measured.filter(pl.col("axis") == "grid")
+    assert set(grid["prefill"]) == {300} and grid.select("consumers", "batch_size").unique().height == 4
+    depth = measured.filter(pl.col("axis") == "depth")
+    assert set(depth["prefill"]) == {100, 1000} and set(zip(depth["consumers"], depth["batch_size"])) == {(2, 10)}
+    summary = drain.analysis.depth_summary(run.samples)
+    assert summary["prefill"].to_list() == [100, 300, 1000]  # the grid's cell there is the middle point
+
+
+async def test_a_worker_drain_is_prepared_as_a_pull_drain_and_timed_from_its_first_job(pg_db):
+    """Its backlog gets ANALYZE and a CHECKPOINT before the clock, as a pull design's does (it got
+    neither), and its clock starts at the first job handled, not at the library's start-up."""
+    from benchlib.queues.pgqueuer_system import SCHEMA
+
+    conn = await pg_db.connect()
+    try:
+        checkpoints = await conn.fetchval("SELECT num_requested FROM pg_stat_checkpointer")
+        started = time.monotonic()
+        drained = await drain.measure.drain_worker(pg_db, queues.get("pgqueuer", "postgres"), 2, 10, 500)
+        wall = time.monotonic() - started
+        analysed = await conn.fetchval("SELECT sum(analyze_count) FROM pg_stat_user_tables WHERE schemaname = $1",
+                                       SCHEMA)
+        assert analysed >= 1
+        assert await conn.fetchval("SELECT num_requested FROM pg_stat_checkpointer") > checkpoints
+    finally:
+        await conn.close()
+    rec = drained.rec
+    assert (rec.lost, rec.duplicates, drained.counted) == (0, 0, 499)
+    assert drained.start_ns == rec.handled_ns[0] and drained.end_ns == rec.handled_ns[-1]
+    assert 0 < drained.elapsed_s < wall
+    row = drain.measure.metrics([drained])
+    assert row["throughput_jobs_s"] == 499 / drained.elapsed_s

@@ -105,12 +105,17 @@ def _pgbench_children() -> list[psutil.Process]:
 
 
 async def test_every_measured_drain_row_carries_its_limit(tmp_path):
+    """The harness and pgbench beside it each drain the 300-job backlog again, from fresh state,
+    until their timed drains add up to min_timed_s: every job of every drain counted, by id."""
     params = drain.Params(backend="postgres", queue="skip_locked", consumers=[1, 2], batch_sizes=[1, 10],
-                          prefill=300, samples=2, warmup=1)
+                          prefill=300, samples=2, warmup=1, min_timed_s=0.2)
     run = await drain.run(params, progress=False)
     measured = run.samples.filter(~run.samples["warmup"])
     assert measured.height == 8 and measured["pgbench_error"].is_null().all(), measured["pgbench_error"].to_list()
-    assert (measured["pgbench_jobs"] == 300).all() and (measured["pgbench_jobs_s"] > 0).all()
+    assert (measured["pgbench_jobs"] % 300 == 0).all() and (measured["pgbench_jobs_s"] > 0).all()
+    assert (measured["enqueued"] == 300 * measured["drains"]).all() and (measured["lost"] == 0).all()
+    assert (measured["elapsed_s"] >= 0.2).all() and (measured["drains"] > 1).any()
+    assert (run.samples.filter(run.samples["warmup"])["drains"] == 1).all()  # a warm-up is one drain
     ratio = measured["throughput_jobs_s"] / measured["pgbench_jobs_s"]
     assert (abs(measured["harness_ratio"] - ratio) < 1e-9).all()
     assert run.samples.filter(run.samples["warmup"])["pgbench_jobs_s"].is_null().all()  # no limit for a warm-up

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 async def smoke_data(tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
-    await drain.run(drain.Params(backend="sqlite", consumers=[1, 2], batch_sizes=[1, 10], prefill=100, samples=1,
+    await drain.run(drain.Params(min_timed_s=0, backend="sqlite", consumers=[1, 2], batch_sizes=[1, 10], prefill=100, samples=1,
                                  warmup=0), data_dir=data, profile="smoke", progress=False)
     return data
 

@@ -71,8 +71,17 @@ def drain_samples(runs=DRAIN_RUNS, samples: int = 3) -> pl.DataFrame:
                         "throughput_jobs_s": jobs_s, "dequeue_p95_ms": (0.4 + 0.05 * b) * c * (1 + 0.1 * s) if pull
                         else None, "ack_p95_ms": (0.3 + 0.02 * b) * c if pull else None,
                         "completion_gap_p99_ms": 1000 / jobs_s * 3, "completion_gap_max_ms": 1000 / jobs_s * 9,
-                        "lost": 0, "duplicates": 0, "error": None,
+                        "lost": 0, "duplicates": 0, "error": None, "axis": "grid",
+                        "server_cpu_us_per_job": 1e6 / peak,
                     })
+        if len(consumers) > 1 and backend != "s3":  # the backlog-depth axis at the largest cell
+            for n in (200, 5000):
+                for s in range(samples + 1):
+                    rows.append({"backend": backend, "queue": queue, "kind": kind, "consumers": max(consumers),
+                                 "batch_size": max(batches), "prefill": n, "sample": s, "warmup": s == 0,
+                                 "axis": "depth", "throughput_jobs_s": peak * (1 + n / 1e4), "elapsed_s": 2.0,
+                                 "server_cpu_us_per_job": 1e6 / peak * (n / 1000) ** (0.9 if queue == "pgqrs" else 0),
+                                 "lost": 0, "duplicates": 0, "error": None})
     return frame(rows, SAMPLES)
 
 

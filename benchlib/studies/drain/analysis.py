@@ -3,6 +3,7 @@ findings and headline rows. No database, no files; unit-tested on fixture data.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -14,8 +15,15 @@ from benchlib.tables import Table, fmt, plural, ratio
 KEYS = ["backend", "queue", "consumers", "batch_size"]
 
 
+def grid(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the consumers x batch grid, without the backlog-depth axis's (rows published
+    before that axis have no `axis`: all of them are the grid's)."""
+    return df.filter(pl.col("axis").fill_null("grid") == "grid") if "axis" in df.columns else df
+
+
 def summarize(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per cell: throughput mean/sd/min/median/max, p95 latencies, accounting."""
+    """One row per cell of the grid: throughput mean/sd/min/median/max, p95 latencies, accounting."""
+    df = grid(df)
     ok = measured(df)
     stats = ok.group_by(KEYS).agg(
         pl.len().alias("samples"),
@@ -66,29 +74,104 @@ def table(summary: pl.DataFrame) -> Table:
     return Table(rows)
 
 
-def _throughput(part: pl.DataFrame, consumers: int, batch: int) -> float | None:
+def _cell(part: pl.DataFrame, consumers: int, batch: int) -> tuple[float | None, int | None]:
+    """(mean jobs/s, backlog) of one cell of a system's summary."""
     hit = part.filter((pl.col("consumers") == consumers) & (pl.col("batch_size") == batch))
-    return hit["throughput_mean"][0] if hit.height else None
+    return (hit["throughput_mean"][0], hit["prefill"][0]) if hit.height else (None, None)
+
+
+def _ratio(over: tuple[float | None, int | None], base: tuple[float | None, int | None]) -> float | None:
+    """Mean jobs/s of one cell over another's, only where both drained the same backlog (METHOD.md,
+    rule 13: a ratio between different backlogs is a ratio of backlogs too)."""
+    (x, n), (y, m) = over, base
+    return x / y if x and y and n is not None and n == m else None
 
 
 def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:
-    """Per system: the peak, and what more consumers and bigger batches do (ratios of means)."""
+    """Per system: the peak, and what more consumers and bigger batches do (ratios of means
+    between cells of the same backlog; None where the backlogs differ)."""
     out = []
     ok = summary.filter(pl.col("throughput_mean").is_not_null())
     for system in ok["system"].unique(maintain_order=True):
         part = ok.filter(pl.col("system") == system)
         c_lo, c_hi = part["consumers"].min(), part["consumers"].max()
         b_lo, b_hi = part["batch_size"].min(), part["batch_size"].max()
-        base = _throughput(part, c_lo, b_lo)
-        more = _throughput(part, c_hi, b_lo)
-        bigger = _throughput(part, c_lo, b_hi)
+        base, more, bigger = _cell(part, c_lo, b_lo), _cell(part, c_hi, b_lo), _cell(part, c_lo, b_hi)
         peak = part.sort("throughput_mean", descending=True).row(0, named=True)
         out.append({
-            "system": system, "c_lo": c_lo, "c_hi": c_hi, "b_lo": b_lo, "b_hi": b_hi, "base": base,
-            "more_consumers": more, "consumer_ratio": more / base if base and more and c_hi != c_lo else None,
-            "bigger_batch": bigger, "batch_ratio": bigger / base if base and bigger and b_hi != b_lo else None,
+            "system": system, "c_lo": c_lo, "c_hi": c_hi, "b_lo": b_lo, "b_hi": b_hi, "base": base[0],
+            "more_consumers": more[0], "consumer_ratio": _ratio(more, base) if c_hi != c_lo else None,
+            "bigger_batch": bigger[0], "batch_ratio": _ratio(bigger, base) if b_hi != b_lo else None,
+            "unequal_backlogs": (c_hi != c_lo and more[0] is not None and more[1] != base[1])
+                                or (b_hi != b_lo and bigger[0] is not None and bigger[1] != base[1]),
             "peak": peak["throughput_mean"], "peak_consumers": peak["consumers"], "peak_batch": peak["batch_size"],
         })
+    return out
+
+
+# A cost that grows with the backlog at least as this power of it (log-log slope between the
+# smallest and the largest backlog) grows about as the backlog does; below FLAT it is flat.
+GROWS_AS_BACKLOG, FLAT = 0.5, 0.15
+
+
+def depth_summary(df: pl.DataFrame) -> pl.DataFrame:
+    """Per system and backlog at the depth axis's consumers x batch (the grid's cell there
+    included): mean jobs/s, dequeue p50 (pull designs) and server CPU per job."""
+    if "axis" not in df.columns or not df.filter(pl.col("axis") == "depth").height:
+        return pl.DataFrame()
+    where = df.filter(pl.col("axis") == "depth").select("backend", "queue", "consumers", "batch_size").unique()
+    ok = measured(df).join(where, on=["backend", "queue", "consumers", "batch_size"])
+    return (ok.group_by("backend", "queue", "consumers", "batch_size", "prefill")
+            .agg(pl.len().alias("samples"), pl.col("throughput_jobs_s").mean().alias("throughput_mean"),
+                 pl.col("dequeue_p50_ms").mean().alias("dequeue_p50_ms"),
+                 pl.col("server_cpu_us_per_job").mean().alias("server_cpu_us_per_job"))
+            .sort("backend", "queue", "prefill"))
+
+
+def growth(depths: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per system: how its server CPU per job and its dequeue p50 grow from the smallest backlog
+    to the largest, as a power of the backlog (log-log slope), and what that says."""
+    out = []
+    for (backend, queue), part in depths.group_by(["backend", "queue"], maintain_order=True):
+        part = part.sort("prefill")
+        if part.height < 2:
+            continue
+        lo, hi = part.row(0, named=True), part.row(-1, named=True)
+        span = math.log(hi["prefill"] / lo["prefill"])
+        power = {k: math.log(hi[k] / lo[k]) / span if lo[k] and hi[k] else None
+                 for k in ("server_cpu_us_per_job", "dequeue_p50_ms", "throughput_mean")}
+        cost = power["server_cpu_us_per_job"]
+        out.append({"backend": backend, "queue": queue, "lo": lo, "hi": hi, "power": power,
+                    "verdict": None if cost is None else "grows" if cost >= GROWS_AS_BACKLOG
+                    else "flat" if cost < FLAT else "rises"})
+    return out
+
+
+def depth_table(depths: pl.DataFrame) -> Table:
+    rows = [{"system": f"{r['backend']}/{r['queue']}", "consumers × batch": f"{r['consumers']} × {r['batch_size']}",
+             "backlog": fmt(r["prefill"]), "n": str(r["samples"]), "jobs/s": fmt(r["throughput_mean"]),
+             "dequeue p50 ms": fmt(r["dequeue_p50_ms"], 2), "server CPU µs/job": fmt(r["server_cpu_us_per_job"])}
+            for r in depths.iter_rows(named=True)]
+    return Table(rows)
+
+
+def depth_findings(depths: pl.DataFrame) -> list[str]:
+    """One sentence per system whose cost per job grows with the backlog, then one for the rest."""
+    out, flat = [], []
+    for g in growth(depths):
+        lo, hi, name = g["lo"], g["hi"], g["queue"] if g["backend"] == "postgres" else f"{g['queue']} ({g['backend']})"
+        if g["verdict"] in ("grows", "rises"):
+            how = "about as fast as the backlog" if g["verdict"] == "grows" else "more slowly than the backlog"
+            deq = (f", dequeue p50 {fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms"
+                   if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else "")
+            out.append(f"**{name}**: the server's CPU per job grows {how}: {fmt(lo['server_cpu_us_per_job'])} → "
+                       f"{fmt(hi['server_cpu_us_per_job'])} µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} "
+                       f"jobs{deq}; it drained {fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")
+        elif g["verdict"] == "flat":
+            flat.append(name)
+    if flat:
+        out.append(f"The server's CPU per job stays flat from the smallest backlog to the largest for "
+                   f"{', '.join(flat)}.")
     return out
 
 
@@ -266,7 +349,7 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
 def scaling_fits(df: pl.DataFrame) -> list[dict[str, Any]]:
     """The Universal Scalability Law per system and batch size, over every measured sample
     (benchlib.scaling); a curve with fewer than three consumer counts has no fit."""
-    ok = measured(df).filter(pl.col("throughput_jobs_s").is_not_null())
+    ok = measured(grid(df)).filter(pl.col("throughput_jobs_s").is_not_null())
     out = []
     for (backend, queue, batch), part in ok.sort(KEYS).group_by("backend", "queue", "batch_size",
                                                                 maintain_order=True):
@@ -331,7 +414,7 @@ REFERENCE_DESIGN = "skip_locked"  # whose limit stands beside a system whose SQL
 def limit_cells(df: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(public-SQL designs' own harness/pgbench pairs per cell, internal-SQL systems on PostgreSQL
     against the reference design's limit at the same consumers × batch)."""
-    pg = df.filter(pl.col("backend") == "postgres")
+    pg = grid(df).filter(pl.col("backend") == "postgres")
     own = limits.paired(pg, LIMIT_KEYS)
     ref = own.filter(pl.col("queue") == reference).select(
         "consumers", "batch_size", pl.col("pgbench").alias("pgbench"), pl.col("prefill").alias("reference_prefill"))

@@ -25,7 +25,7 @@ import polars as pl
 from benchlib import palette
 from benchlib.charts import backend_name, backend_order, placeholder, title, wrap
 from benchlib.results import measured
-from benchlib.studies.drain.analysis import scaling_fits
+from benchlib.studies.drain.analysis import depth_summary, grid, scaling_fits
 
 PANEL_W, PANEL_H = 210, 140
 COLUMNS = 4  # 4 panels of PANEL_W, their axis and a legend: about 1,130 px at most
@@ -34,7 +34,8 @@ BATCH = "batch size (jobs per dequeue)"
 
 
 def _rows(df: pl.DataFrame) -> pl.DataFrame:
-    return measured(df).with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
+    """The grid's measured rows (the backlog-depth axis has its own chart), named by system."""
+    return measured(grid(df)).with_columns((pl.col("backend") + "/" + pl.col("queue")).alias("system"))
 
 
 def _colour(names, legend: bool = False) -> alt.Color:
@@ -214,9 +215,33 @@ def scaling_fits_chart(df: pl.DataFrame, fits: list[dict] | None = None) -> alt.
         "below its fastest where its systems span more)."))
 
 
+def cost_vs_backlog(df: pl.DataFrame) -> alt.TopLevelMixin:
+    """The server's CPU per job against the backlog drained, per system, both axes log: a cost
+    that grows as the backlog does climbs at 45 degrees, a flat one stays level."""
+    depths = depth_summary(df)
+    depths = depths.filter(pl.col("server_cpu_us_per_job").is_not_null()) if depths.height else depths
+    if not depths.height:
+        return placeholder("no backlog-depth axis in these runs")
+    depths = depths.with_columns(pl.format("{} ({})", "queue", "backend").alias("system"))
+    colour = _colour(depths["queue"].unique(), legend=True)
+    tips = [alt.Tooltip("queue:N", title="system"), "backend:N", alt.Tooltip("prefill:Q", title="backlog", format=","),
+            alt.Tooltip("server_cpu_us_per_job:Q", title="server CPU µs/job", format=",.0f"),
+            alt.Tooltip("dequeue_p50_ms:Q", title="dequeue p50 ms", format=",.2f"),
+            alt.Tooltip("throughput_mean:Q", title="mean jobs/s", format=",.0f")]
+    chart = alt.Chart(depths).mark_line(point=True).encode(
+        x=alt.X("prefill:Q", title="jobs waiting when a drain starts (log scale)", scale=alt.Scale(type="log")),
+        y=alt.Y("server_cpu_us_per_job:Q", title="server CPU per job (µs, log scale)", scale=alt.Scale(type="log")),
+        color=colour, detail="system:N", tooltip=tips).properties(width=3 * PANEL_W, height=2 * PANEL_H)
+    return chart.properties(title=title(
+        "The server's CPU per job against the backlog drained, per system",
+        "Mean of the samples, at the grid's largest consumers × batch. Both axes log: a line at 45° is a cost "
+        "that grows as the backlog does."))
+
+
 CHARTS = {
     "systems_side_by_side": systems_side_by_side,
     "throughput_vs_consumers": throughput_vs_consumers,
     "throughput_vs_batch": throughput_vs_batch,
     "latency_p95_vs_consumers": latency_vs_consumers,
+    "cost_vs_backlog": cost_vs_backlog,
 }

@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
+import numpy as np
 import polars as pl
 
 from benchlib import params as check
@@ -45,6 +47,7 @@ from benchlib import backlog, pgbench, queues
 from benchlib.errors import BenchError, kept_reason, shown
 from benchlib.measure import CpuMeter, Latencies, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S, no_answer
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload import drivers
@@ -54,7 +57,8 @@ STUDY = "drain"
 # A cell is a point of consumers x batch size, and it drains its own backlog: the resolved
 # size sits in its parts (so in its key and its rows), not the whole map, so raising one cell's
 # backlog re-measures that cell alone.
-AXES = ("consumers", "batch_sizes", "prefill", "prefill_per_cell", "skip_cells")
+MIN_TIMED_S = 2.0  # a measured sample's drains add up to at least this much timed work (METHOD.md, drain)
+AXES = ("consumers", "batch_sizes", "prefill", "prefill_per_cell", "skip_cells", "depths")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ class Params:
     # minutes and says what its neighbours say (S3 at batch 1: every job two round trips, at
     # any number of consumers); an axis, so leaving one out re-measures no other cell
     skip_cells: tuple[str, ...] = ()
+    # the backlog-depth axis: more backlogs, drained at the largest consumers x batch of the grid,
+    # where the grid's own backlog is one more point (how dequeue cost grows with the ready backlog)
+    depths: tuple[int, ...] = ()
     samples: int = 3
     warmup: int = 1
     # The warm-up sample is discarded: it warms the server's buffers, the connection path
@@ -78,6 +85,9 @@ class Params:
     # (a full-size warm-up was a quarter of the standard profile's time).
     warmup_prefill: int = 2_000  # jobs in each warm-up sample (at most `prefill`)
     idle_timeout_s: float = 10.0
+    # a measured sample drains its backlog again, from fresh state, until its timed drains add up
+    # to this many seconds (0: one drain, for a notebook's quick look)
+    min_timed_s: float = MIN_TIMED_S
     settings: dict[str, str] = field(default_factory=dict)  # server settings (-c / PRAGMA)
     pg_major: int | None = None  # PostgreSQL major version to run on (None: the default server's)
 
@@ -92,10 +102,12 @@ class Params:
             "batch_sizes": check.positive_ints("batch_sizes", self.batch_sizes),
             "prefill": check.positive_int("prefill", self.prefill),
             "prefill_per_cell": _per_cell(self.prefill_per_cell),
+            "depths": tuple(sorted(check.positive_ints("depths", self.depths))) if self.depths else (),
             "samples": check.positive_int("samples", self.samples),
             "warmup": check.non_negative_int("warmup", self.warmup),
             "warmup_prefill": check.positive_int("warmup_prefill", self.warmup_prefill),
             "idle_timeout_s": check.positive_float("idle_timeout_s", self.idle_timeout_s),
+            "min_timed_s": check.non_negative_float("min_timed_s", self.min_timed_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
@@ -146,11 +158,18 @@ SAMPLES: Schema = {
     "kind": (pl.String, "pull (the harness dequeues and acks) | worker (the library runs its loop)"),
     "consumers": (pl.Int64, "concurrent consumers, each with its own connection"),
     "batch_size": (pl.Int64, "jobs asked for per dequeue"),
-    "prefill": (pl.Int64, "jobs in the backlog when the clock starts (warm-up: min(prefill, warmup_prefill))"),
+    "prefill": (pl.Int64, "jobs in the backlog when each drain's clock starts (warm-up: min(prefill, "
+                          "warmup_prefill))"),
+    "axis": (pl.String, "grid (a cell of consumers x batch, the backend's one backlog) | depth (another backlog, "
+                        "at the grid's largest consumers x batch)"),
+    "drains": (pl.Int64, "drains of the backlog in the sample, each from fresh state, until their timed parts "
+                         "add up to 2 s"),
     "sample": (pl.Int64, "0-based sample index within the cell (warm-up first)"),
     "warmup": (pl.Boolean, "True for the discarded warm-up sample"),
-    "elapsed_s": (pl.Float64, "all consumers ready -> last ack"),
-    "throughput_jobs_s": (pl.Float64, "distinct jobs processed / elapsed_s"),
+    "elapsed_s": (pl.Float64, "timed seconds, summed over the drains: all consumers ready -> last ack (pull), "
+                              "first job handled -> last (worker: the library's start-up is not timed)"),
+    "throughput_jobs_s": (pl.Float64, "jobs processed in the timed spans / elapsed_s (a worker drain's first job "
+                                      "starts its clock and is not counted)"),
     "dequeue_p50_ms": (pl.Float64, "exact percentile over every dequeue of the sample"),
     "dequeue_p95_ms": (pl.Float64, ""),
     "dequeue_p99_ms": (pl.Float64, ""),
@@ -184,24 +203,67 @@ SAMPLES: Schema = {
 TABLES = {"samples": SAMPLES}
 
 
-def _completions(rec: Reconciled, start_ns: int) -> dict[str, Any]:
-    """The gaps between consecutive completions from the clock's start: their tail shows a
-    stall (a SIGSTOP, a lock, a checkpoint, a polling interval) that a rate would absorb."""
-    gaps = rec.gaps(start_ns)
+MAX_DRAINS = 1_000  # a bound no sample comes near: 1,000 drains of the smallest backlog take far more than 2 s
+
+
+@dataclass
+class Drained:
+    """One drain of one backlog, kept raw so that the drains of a sample add up."""
+
+    rec: Reconciled
+    start_ns: int  # the clock's start: every consumer ready (pull), the first job handled (worker)
+    end_ns: int | None  # the last ack, or the last job handled; None when nothing was
+    counted: int  # jobs the rate counts: a worker drain's first job started its clock, so not it
+    cpu: tuple[float, float | None]  # (client, server) CPU seconds over the timed span
+    ops: list[drivers.Ops] = field(default_factory=list)  # the pull consumers' calls
+    gaps_from: int | None = None  # where completion gaps start: the clock's start, or the first completion
+
+    @property
+    def elapsed_s(self) -> float | None:
+        return (self.end_ns - self.start_ns) / 1e9 if self.end_ns is not None and self.end_ns > self.start_ns else None
+
+
+def metrics(drains: list[Drained]) -> dict[str, Any]:
+    """A sample's row from its drains: jobs over timed seconds, latencies and gaps over every
+    call and completion, CPU per job, and every job accounted for by id."""
+    for d in drains:
+        if d.rec.unknown:
+            raise RuntimeError(f"{d.rec.unknown} handled job(s) carried an id the harness never enqueued")
+    timed = [d for d in drains if d.elapsed_s]
+    elapsed = sum(d.elapsed_s for d in timed) if timed else None
+    counted = sum(d.counted for d in timed)
+    ops = [o for d in drains for o in d.ops]
+    gaps = [d.rec.gaps(d.gaps_from) for d in drains if d.rec.handled]
+    server = [d.cpu[1] for d in timed]
+    row = {
+        "elapsed_s": elapsed,
+        "throughput_jobs_s": counted / elapsed if elapsed else None,
+        **_completions(np.concatenate(gaps) if gaps else np.empty(0, np.int64)),
+        "client_cpu_us_per_job": sum(d.cpu[0] for d in timed) * 1e6 / counted if counted else None,
+        "server_cpu_us_per_job": (sum(server) * 1e6 / counted if counted and server and None not in server
+                                  else None),
+        "enqueued": sum(d.rec.enqueued for d in drains), "processed": sum(d.rec.handled for d in drains),
+        "lost": sum(d.rec.lost for d in drains), "duplicates": sum(d.rec.duplicates for d in drains),
+    }
+    if ops:
+        row |= {**Latencies.merged(o.dequeue for o in ops).summary_ms("dequeue"),
+                **Latencies.merged(o.ack for o in ops).summary_ms("ack"),
+                "dequeue_ops": sum(len(o.dequeue) for o in ops), "ack_ops": sum(len(o.ack) for o in ops),
+                "empty_polls": sum(o.empty_polls for o in ops)}
+    return row
+
+
+def _completions(gaps: np.ndarray) -> dict[str, Any]:
+    """The gaps between consecutive completions: their tail shows a stall (a SIGSTOP, a lock, a
+    checkpoint, a polling interval) that a rate would absorb."""
     summary = percentiles_ms(gaps, "completion_gap")
     return {"completion_gap_p99_ms": summary["completion_gap_p99_ms"],
             "completion_gap_max_ms": summary["completion_gap_max_ms"]}
 
 
-def _accounting(rec: Reconciled) -> dict[str, Any]:
-    if rec.unknown:
-        raise RuntimeError(f"{rec.unknown} handled job(s) carried an id the harness never enqueued")
-    return {"enqueued": rec.enqueued, "processed": rec.handled, "lost": rec.lost, "duplicates": rec.duplicates}
-
-
-async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
-                     idle_timeout_s: float = 10.0) -> dict[str, Any]:
-    """One sample: fresh tables, prefill, timed drain, accounting. Returns the metrics."""
+async def drain_pull(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
+                     idle_timeout_s: float = 10.0) -> Drained:
+    """One drain: fresh tables, prefill and settle (untimed), then the timed drain."""
     ledger = await backlog.fill(target, queue, prefill)
     total = ledger.acknowledged
     conns = await asyncio.gather(*(queue.connect(target, "consumer") for _ in range(consumers)))
@@ -225,41 +287,56 @@ async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch
             cpu.start()
             await barrier.wait()
             start = ledger.last_progress_ns = now_ns()
+        spent = cpu.spent()
     finally:
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
     rec = ledger.reconcile()
-    elapsed = (rec.handled_ns[-1] - start) / 1e9 if rec.handled else None
-    return {
-        "elapsed_s": elapsed,
-        "throughput_jobs_s": rec.distinct / elapsed if elapsed else None,
-        **Latencies.merged(o.dequeue for o in ops).summary_ms("dequeue"),
-        **Latencies.merged(o.ack for o in ops).summary_ms("ack"),
-        "dequeue_ops": sum(len(o.dequeue) for o in ops),
-        "ack_ops": sum(len(o.ack) for o in ops),
-        "empty_polls": sum(o.empty_polls for o in ops),
-        **_completions(rec, start),
-        **cpu.stop(rec.distinct),
-        **_accounting(rec),
-    }
+    return Drained(rec, start, int(rec.handled_ns[-1]) if rec.handled else None, rec.distinct, spent, ops, start)
 
 
-async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers: int, batch: int, prefill: int,
-                            idle_timeout_s: float = 10.0) -> dict[str, Any]:
-    """One sample of a worker system: fresh install, prefill, timed work, accounting."""
+async def settle_worker(target: Any) -> None:
+    """A worker system's backlog prepared as a pull design's is (queues' `settle`): planner
+    statistics on every table (its own, whatever they are called), then a CHECKPOINT, so the
+    prefill's WAL is not flushed inside the timed drain."""
+    if target.backend != "postgres":
+        return
+    conn = await target.connect()
+    try:
+        await conn.execute("ANALYZE", timeout=HOUSEKEEPING_DEADLINE_S)
+        try:
+            await conn.execute("CHECKPOINT", timeout=HOUSEKEEPING_DEADLINE_S)
+        except asyncpg.InsufficientPrivilegeError:
+            pass  # a user's own server may not grant pg_checkpoint; ANALYZE is enough
+    except TimeoutError:
+        raise no_answer(conn, "the prefill's ANALYZE and CHECKPOINT", HOUSEKEEPING_DEADLINE_S) from None
+    finally:
+        await conn.close()
+
+
+async def drain_worker(target: Any, system: queues.WorkerSystem, consumers: int, batch: int, prefill: int,
+                       idle_timeout_s: float = 10.0) -> Drained:
+    """One drain of a worker system: fresh install, prefill and settle (untimed), then its own
+    workers. The clock runs from the first job handled to the last: the library's start-up
+    (its pools, its listeners) is not the queue's, and the harness cannot see when it ends."""
     async with system.session(target) as session:
         await session.install()
         ledger = await backlog.enqueue_all(session.enqueue_many, prefill, backlog.chunk_of(system), Ledger(by_seq=True))
+        await settle_worker(target)
         total = ledger.acknowledged
         stop = asyncio.Event()
         handled = drivers.worker_handler(ledger)
+        cpu = CpuMeter(target.server_pid)
+        spent: list[tuple[float, float | None]] = []
 
         def report(seq: int, t_ns: int | None = None) -> None:
+            if not ledger.handled_keys:
+                cpu.start()  # the timed span's CPU, from the first job on
             handled(seq, t_ns)
-            if ledger.distinct >= total:
+            if ledger.distinct >= total and not stop.is_set():
+                spent.append(cpu.spent())
                 stop.set()
 
-        cpu = CpuMeter(target.server_pid).start()
-        start = ledger.last_progress_ns = now_ns()
+        ledger.last_progress_ns = now_ns()
         work = asyncio.create_task(session.work(consumers, batch if system.batch_setting else None, report, stop,
                                                 False))
         try:
@@ -272,16 +349,41 @@ async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers:
             if not work.done():
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
-        end = now_ns()
+        if not spent and ledger.handled_keys:  # ended by the watchdog: the span up to now
+            spent.append(cpu.spent())
     rec = ledger.reconcile()
-    elapsed = (end - start) / 1e9 if rec.handled else None
-    return {
-        "elapsed_s": elapsed,
-        "throughput_jobs_s": rec.distinct / elapsed if elapsed else None,
-        **_completions(rec, start),
-        **cpu.stop(rec.distinct),
-        **_accounting(rec),
-    }
+    if not rec.handled:
+        return Drained(rec, now_ns(), None, 0, (0.0, None))
+    return Drained(rec, int(rec.handled_ns[0]), int(rec.handled_ns[-1]), rec.distinct - 1, spent[0])
+
+
+async def drain_once(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
+                     idle_timeout_s: float = 10.0) -> dict[str, Any]:
+    """One drain of a pull design, as a row's metrics."""
+    return metrics([await drain_pull(target, queue, consumers, batch, prefill, idle_timeout_s)])
+
+
+async def drain_worker_once(target: Any, system: queues.WorkerSystem, consumers: int, batch: int, prefill: int,
+                            idle_timeout_s: float = 10.0) -> dict[str, Any]:
+    """One drain of a worker system, as a row's metrics."""
+    return metrics([await drain_worker(target, system, consumers, batch, prefill, idle_timeout_s)])
+
+
+async def sample(target: Any, system: Any, consumers: int, batch: int, prefill: int, idle_timeout_s: float,
+                 min_timed_s: float = MIN_TIMED_S) -> dict[str, Any]:
+    """One sample: drains of the same backlog, each from fresh state, until their timed parts add
+    up to `min_timed_s`. Every cell drains backlogs of one size, so cells compare like with like,
+    and no rate rests on less than 2 s of work (a fast cell empties a backlog in a fraction of
+    that, where start-up weighs as much as the queue)."""
+    once = drain_pull if system.kind == "pull" else drain_worker
+    drains: list[Drained] = []
+    while len(drains) < MAX_DRAINS:
+        drains.append(d := await once(target, system, consumers, batch, prefill, idle_timeout_s))
+        if d.rec.lost or d.rec.duplicates or d.elapsed_s is None:
+            break  # the row says what went wrong; more drains would not make it right
+        if sum(x.elapsed_s or 0.0 for x in drains) >= min_timed_s:
+            break
+    return metrics(drains) | {"drains": len(drains)}
 
 
 STALL_MIN_MS = 1_000.0  # a gap shorter than this is no stall a reader need worry about
@@ -342,33 +444,46 @@ def with_limit(p: Params) -> bool:
     return pgbench.applies(queues.QUEUES[p.queue], p.backend)
 
 
+def depth_cell(p: Params) -> tuple[int, int]:
+    """Where the backlog-depth axis runs: the grid's largest consumers x batch (a system's best
+    batch is its largest wherever the standard profile measured it)."""
+    return max(p.consumers), max(batch_sizes(p))
+
+
+def axis_of(p: Params, cell: Cell) -> str:
+    c, b, n = cell.parts["consumers"], cell.parts["batch_size"], cell.parts["prefill"]
+    return "grid" if n == backlog_of(p, c, b) and f"{c}x{b}" not in p.skip_cells else "depth"
+
+
 def cells(p: Params) -> list[Cell]:
     code = (__file__, pgbench.__file__, *queues.code_files(p.queue))
     steps = p.warmup + p.samples * (2 if with_limit(p) else 1)
-    return [Cell({"consumers": c, "batch_size": b, "prefill": backlog_of(p, c, b)}, code, steps=steps)
+    grid = [Cell({"consumers": c, "batch_size": b, "prefill": backlog_of(p, c, b)}, code, steps=steps)
             for c in p.consumers for b in batch_sizes(p) if f"{c}x{b}" not in p.skip_cells]
+    c, b = depth_cell(p)
+    return grid + [Cell({"consumers": c, "batch_size": b, "prefill": n}, code, steps=steps)
+                   for n in p.depths if not any(g.parts == {"consumers": c, "batch_size": b, "prefill": n} for g in grid)]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[[str], None]) -> Rows:
     """Every sample of one cell, each measured one followed by its pgbench limit; a failed
     sample is kept as a row with its reason."""
     queue = queues.get(p.queue, p.backend)
-    once = drain_once if queue.kind == "pull" else drain_worker_once
     consumers, batch, full = cell.parts["consumers"], cell.parts["batch_size"], cell.parts["prefill"]
     rows = []
-    for sample in range(p.warmup + p.samples):
-        warmup = sample < p.warmup
+    for index in range(p.warmup + p.samples):
+        warmup = index < p.warmup
         size = min(full, p.warmup_prefill) if warmup else full
-        row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "sample": sample,
-               "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
-        try:
-            row |= await once(target, queue, consumers, batch, size, p.idle_timeout_s)
+        row = {"backend": p.backend, "queue": p.queue, "kind": queue.kind, "prefill": size, "axis": axis_of(p, cell),
+               "sample": index, "warmup": warmup, "server_kind": target.kind, "started_at": utc_now()}
+        try:  # the warm-up is one drain: it warms, and nothing is read from it
+            row |= await sample(target, queue, consumers, batch, size, p.idle_timeout_s, 0.0 if warmup else p.min_timed_s)
         except Exception as err:  # kept as a row with its reason, never dropped
             row["error"] = kept_reason(err)
-        step(f"sample {sample}")
+        step(f"sample {index}")
         if not warmup and with_limit(p):  # interleaved: harness, pgbench, harness, pgbench, ...
-            row |= await pgbench.beside(row, target, queue, p.backend, consumers, batch, size)
-            step(f"pgbench {sample}")
+            row |= await pgbench.beside(row, target, queue, p.backend, consumers, batch, size, p.min_timed_s)
+            step(f"pgbench {index}")
         rows.append(row)
     flag_stalls(rows)
     return {"samples": rows}
@@ -376,7 +491,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
     return {"samples": [{"backend": p.backend, "queue": p.queue, "kind": queues.QUEUES[p.queue].kind,
-                         "prefill": cell.parts["prefill"], "sample": 0,
+                         "prefill": cell.parts["prefill"], "axis": axis_of(p, cell), "sample": 0,
                          "warmup": False, "error": reason}]}
 
 

@@ -21,6 +21,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
     df = tables["samples"]
     summary = analysis.summarize(df)
+    depths = analysis.depth_summary(df)
     fsync = next((m["machine"].get("fsync_per_s") for m in manifests if m["machine"].get("fsync_per_s")), None)
     published = yaml.safe_load(PUBLISHED.read_text())["pgqrs"]
     reference = {b: ours[0] for b in published["throughput"] if (ours := queues.designs_on(b, ours_only=True))}
@@ -41,6 +42,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "published": published,
         "table": analysis.table(summary).markdown(),
         "findings": analysis.findings(summary, fsync),
+        "depth": {"table": analysis.depth_table(depths).markdown() if depths.height else "",
+                  "findings": analysis.depth_findings(depths) if depths.height else []},
+        "unequal": [x["system"] for x in analysis.levers(summary) if x["unequal_backlogs"]],
         "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df, fits)),
                     "table": analysis.scaling_table(fits).markdown(),
                     "findings": analysis.scaling_findings(fits, cores)},
@@ -56,7 +60,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "cells": summary.height,
         "failed_cells": summary.filter(pl.col("samples").fill_null(0) == 0).height,
         "samples_per_cell": sorted(set(summary["samples"].fill_null(0).to_list()) - {0}),
-        "prefill": sorted(set(df.filter(~pl.col("warmup"))["prefill"].drop_nulls().to_list())),
+        "prefill": sorted(set(analysis.grid(df).filter(~pl.col("warmup"))["prefill"].drop_nulls().to_list())),
+        "drains": _drains(df),
         "shortest": _shortest(df),
         "smaller_warmups": _smaller_warmups(df),
         "failed_samples": df.filter(pl.col("error").is_not_null()).height,
@@ -126,6 +131,17 @@ def _shortest(df: pl.DataFrame) -> dict[str, Any] | None:
     r = m.sort("elapsed_s").row(0, named=True)
     return {"seconds": r["elapsed_s"], "where": f"{row_name(r['backend'], r['queue'])} at "
             f"{r['consumers']}×{r['batch_size']}", "under_2s": m.filter(pl.col("elapsed_s") < 2).height}
+
+
+def _drains(df: pl.DataFrame) -> dict[str, int] | None:
+    """How many drains the measured samples took to reach their timed 2 s: fewest and most (None
+    for runs from before a sample repeated its drain)."""
+    from benchlib.results import measured
+
+    if "drains" not in df.columns or not measured(df)["drains"].drop_nulls().len():
+        return None
+    n = measured(df)["drains"].drop_nulls()
+    return {"fewest": int(n.min()), "most": int(n.max())}
 
 
 def _smaller_warmups(df: pl.DataFrame) -> list[int]:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from benchlib import footprint, outputs, timeline
+from benchlib import footprint, outputs, queues, timeline
 from benchlib.errors import kept_reason
 from benchlib.measure import fsync_rate
 from benchlib.progress import bar, record
@@ -166,12 +166,12 @@ def keys_of(study: Study, params: Any, plan: Any) -> list[tuple[Cell, str, str]]
 
     A key hashes what was measured: the cell's and the run's parameters, the measuring
     code, the machine, the server as the plan names it (kind, version, requested
-    settings) and the systems' exact versions (another release, or another build such
-    as pgqrs's `+full`, is never served from cells measured with this one).
+    settings) and the build of each system that ran (queues.keyed: another release is never
+    served from cells measured with this one; a system's summary, which is words, is not keyed).
     """
     host = machine()
     common = {k: v for k, v in asdict(params).items() if k not in study.AXES}
-    systems = study.systems(params)
+    systems = {name: queues.keyed(name, study.backend(params)) for name in study.systems(params)}
     out: list[tuple[Cell, str, str]] = []
     for cell in study.cells(params):
         code = code_version(*cell.code)

@@ -7,9 +7,10 @@ Order of events, so that bad input never costs a measurement:
    parser) and connection needs, the output directory writable and not locked by
    another run;
    a run that names a server major this machine lacks (`pg_major`, e.g. the system's
-   PostgreSQL 15 beside the wheel's 18) is skipped, with the reason in the summary,
-   and its published results, if any, stay as they are; every other problem stops
-   the sweep before anything runs;
+   PostgreSQL 15 beside the wheel's 18), or a system build it lacks (pgqrs's SQLite,
+   Turso and S3 stores without `make pgqrs-full`), is skipped, with the reason in the
+   summary, and its published results, if any, stay as they are; every other problem
+   stops the sweep before anything runs;
 3. execute the notebooks one by one, each with one terminal bar (relayed from the
    kernel) and its log and executed copy in build/notebooks/;
 4. once every run of a study has run (or was skipped), remove the published files of runs
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import notebooks, outputs, runner, sweeps
+from benchlib import notebooks, outputs, queues, runner, sweeps
 from benchlib.errors import ServerMissing
 from benchlib.progress import RELAY_ENV, follow
 from benchlib.results import failure_reasons, load_profile
@@ -71,6 +72,10 @@ async def preflight(jobs: list[Job], accept_server_settings: bool = False) -> No
                                               accept_server_settings=accept_server_settings)
         except ServerMissing as err:
             job.skipped = str(err).split(":")[0]
+            continue
+        study = STUDIES[job.study].measure
+        job.skipped = next((why for name in study.systems(job.params)
+                            if (why := queues.missing_build(name, study.backend(job.params)))), None)
 
 
 def unchanged(job: Job, data_dir: Path, profile: str, force: bool) -> bool:

@@ -72,6 +72,21 @@ def describe(name: str) -> dict[str, str]:
     return {"summary": cls.summary, "version": system_version(cls)}
 
 
+def keyed(name: str, backend: str) -> str:
+    """What a cell's key names of a system: the build that measured it, as its users install it
+    for `backend` (a system may say which part of its version a backend's cells rest on); never
+    its summary, which is words the report prints."""
+    cls = QUEUES[name]
+    version = system_version(cls)
+    return cls.keyed_version(version, backend) if hasattr(cls, "keyed_version") else version
+
+
+def missing_build(name: str, backend: str) -> str | None:
+    """Why this machine cannot run a system on `backend` (a build it lacks), or None."""
+    cls = QUEUES[name]
+    return cls.missing_build(backend) if hasattr(cls, "missing_build") else None
+
+
 def get(name: str, backend: str | None = None) -> System:
     """An instance of queue `name`, checked against `backend` when given."""
     try:
@@ -84,4 +99,5 @@ def get(name: str, backend: str | None = None) -> System:
     return cls()
 
 
-__all__ = ["QUEUES", "Job", "PullQueue", "System", "WorkerSystem", "code_files", "default_for", "describe", "designs_on", "get"]
+__all__ = ["QUEUES", "Job", "PullQueue", "System", "WorkerSystem", "code_files", "default_for", "describe", "designs_on", "get",
+           "keyed", "missing_build"]

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pgqrs
 
+from benchlib import wheels
 from benchlib.errors import BenchError
 from benchlib.queues.base import PullOps, run_sql
 
@@ -114,6 +115,21 @@ class Pgqrs(PullOps):
     # everything but pgqrs_messages is bookkeeping, reported apart (xmin study)
     control_tables = ("pgqrs_queues", "pgqrs_workers", "pgqrs_workflows", "pgqrs_workflow_runs",
                       "pgqrs_workflow_steps", "_sqlx_migrations")
+
+    @staticmethod
+    def keyed_version(version: str, backend: str) -> str:
+        """PostgreSQL cells are keyed by the release (`pgqrs 0.15.3`), whichever build ran them:
+        `make pgqrs-full` compiles the same source and Cargo.lock with more stores beside the
+        PostgreSQL one, which is what a PostgreSQL user installs from PyPI. So a machine without
+        that build reuses them; the other stores' cells are keyed by the build that has them."""
+        return version.replace(f"+{wheels.LABEL}", "") if backend == "postgres" else version
+
+    @staticmethod
+    def missing_build(backend: str) -> str | None:
+        """Why pgqrs cannot run on `backend` here: its SQLite, Turso and S3 stores need the full build."""
+        if backend == "postgres" or wheels.installed_full(wheels.pinned_version()):
+            return None
+        return f"pgqrs on {backend} needs the build with that store (`make pgqrs-full`); its published results stay"
 
     def __init__(self) -> None:
         self._shared: tuple[Any, Any, Any] | None = None  # (target, config, store) of a single-process store

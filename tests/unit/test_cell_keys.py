@@ -28,3 +28,29 @@ def test_a_drain_cell_whose_backlog_comes_from_prefill_is_keyed_on_it():
     q = Params(queue="skip_locked", consumers=(1,), batch_sizes=(1,), prefill=2000)
     assert keys_of(measure, p, PLAN)[0][2] != keys_of(measure, q, PLAN)[0][2]
     assert keys_of(measure, p, PLAN)[0][0].parts["prefill"] == 1000
+
+
+def _pgqrs_keys(monkeypatch, installed: str, backend: str) -> list[str]:
+    from benchlib.queues import base
+
+    monkeypatch.setattr(base, "version", lambda package: installed if package == "pgqrs" else "1")
+    p = Params(backend=backend, queue="pgqrs", consumers=(1,), batch_sizes=(1,), prefill=1000)
+    return [key for _, _, key in keys_of(measure, p, PLAN)]
+
+
+def test_pgqrs_on_postgresql_is_keyed_by_the_release_a_postgresql_user_installs(monkeypatch):
+    """A fresh machine with PyPI's wheel re-measured every PostgreSQL cell measured with
+    `make pgqrs-full`'s build (0.15.3+full): the same source, with more stores compiled in."""
+    assert _pgqrs_keys(monkeypatch, "0.15.3+full", "postgres") == _pgqrs_keys(monkeypatch, "0.15.3", "postgres")
+    assert _pgqrs_keys(monkeypatch, "0.15.4", "postgres") != _pgqrs_keys(monkeypatch, "0.15.3", "postgres")
+    # its SQLite store is in the full build only: those cells name it
+    assert _pgqrs_keys(monkeypatch, "0.15.3+full", "sqlite") != _pgqrs_keys(monkeypatch, "0.15.3", "sqlite")
+
+
+def test_a_system_s_summary_is_words_and_not_keyed(monkeypatch):
+    from benchlib.queues.skip_locked import SkipLocked
+
+    p = Params(queue="skip_locked", consumers=(1,), batch_sizes=(1,), prefill=1000)
+    before = keys_of(measure, p, PLAN)[0][2]
+    monkeypatch.setattr(SkipLocked, "summary", "reworded for the report")
+    assert keys_of(measure, p, PLAN)[0][2] == before

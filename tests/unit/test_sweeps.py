@@ -47,24 +47,24 @@ def test_xmin_full_profile_is_the_seed_sized_cell():
 
 
 def test_standard_profile_compares_systems_on_the_same_work():
-    """Every system on a backend drains the same backlog in a cell (the profile's per-cell
-    sizes), but for the few named as running their own; ours and pgmq sweep batch 50 too."""
-    runs = sweeps.load("drain", "standard")
-    assert all(r["samples"] >= 3 and r["warmup"] == 1 for r in runs)
-    by_backend: dict[str, list[dict]] = {}
-    for r in runs:
-        by_backend.setdefault(r["backend"], []).append(r)
-    own = {"awa", "absurd", "river", "river-fast", "pg-boss"}  # their own, smaller backlogs: said in the report
-    for backend, mine in by_backend.items():
-        shared = [r for r in mine if r["queue"] not in own and r.get("prefill_per_cell")]
-        for r in shared:
-            cells = {f"{c}x{b}" for c in r["consumers"] for b in r["batch_sizes"]}
-            assert cells <= set(r["prefill_per_cell"]), (backend, r["queue"])
-            for cell in cells:
-                assert r["prefill_per_cell"][cell] == shared[0]["prefill_per_cell"].get(cell, r["prefill_per_cell"][cell])
-    assert {r["queue"] for r in runs if 50 in r["batch_sizes"] and r["backend"] == "postgres"} == {"skip_locked", "pgmq"}
-    s3 = [r for r in runs if r["backend"] == "s3"]  # its own backlog, never common's per-cell sizes (3,500 jobs)
-    assert [(r["queue"], r["prefill"], r["prefill_per_cell"]) for r in s3] == [("pgqrs", 100, {})]
+    """Every cell of every system on a backend drains the same backlog (METHOD.md, rule 13), but
+    for River and pg-boss at their polling-capped defaults, named in the report; ours and pgmq
+    sweep batch 50 too; every measured sample is at least 2 s of timed drains."""
+    from benchlib.studies import drain
+
+    runs = [drain.Params(**r) for r in sweeps.load("drain", "standard")]
+    assert all(p.samples >= 3 and p.warmup == 1 and p.min_timed_s >= 2 for p in runs)
+    capped = {"river", "pg-boss"}
+    for backend in {p.backend for p in runs}:
+        sizes = {c.parts["prefill"] for p in runs if p.backend == backend and p.queue not in capped
+                 for c in drain.measure.cells(p) if drain.measure.axis_of(p, c) == "grid"}
+        assert len(sizes) == 1, (backend, sizes)
+    assert len({c.parts["prefill"] for p in runs if p.queue in capped for c in drain.measure.cells(p)}) == 1
+    assert {p.queue for p in runs if 50 in p.batch_sizes and p.backend == "postgres"} == {"skip_locked", "pgmq"}
+    depth = {p.queue: p.depths for p in runs if p.backend == "postgres"}
+    assert all(depth[q] for q in depth if q not in capped), depth  # every system but the capped two
+    s3 = [p for p in runs if p.backend == "s3"]
+    assert [(p.queue, p.prefill, p.prefill_per_cell) for p in s3] == [("pgqrs", 100, {})]
     assert [r["queue"] for r in sweeps.load("drain", "full") if r["backend"] == "s3"] == ["pgqrs"]
 
 
@@ -212,3 +212,20 @@ def test_every_run_carries_every_parameter_so_no_notebook_default_stands_in():
                 assert json.loads(json.dumps(run)) == run, (study, profile)
     standard = sweeps.load("capacity", "standard")[0]
     assert standard["max_steps"] == capacity.Params.max_steps and standard["precision"] == capacity.Params.precision
+
+
+def test_a_run_whose_system_lacks_its_build_here_is_skipped_and_keeps_its_results(monkeypatch, tmp_path):
+    """Without `make pgqrs-full`, pgqrs's SQLite, Turso and S3 runs would re-measure only to record
+    "not enabled" over the published results; they are skipped with how to fix it, and its
+    PostgreSQL run is not (keyed by the release: tests/unit/test_cell_keys.py)."""
+    import asyncio
+
+    from benchlib import sweep, wheels
+
+    monkeypatch.setattr(wheels, "installed_full", lambda version: False)
+    jobs = [j for j in sweep.plan("standard", ["drain"], data_dir=tmp_path) if j.name.endswith("__pgqrs")]
+    asyncio.run(sweep.preflight(jobs))
+    skipped = {j.name: j.skipped for j in jobs}
+    assert skipped.pop("postgres__pgqrs") is None
+    assert set(skipped) == {"sqlite__pgqrs", "turso__pgqrs", "s3__pgqrs"}
+    assert all("make pgqrs-full" in why for why in skipped.values()), skipped

@@ -289,3 +289,21 @@ def test_the_depth_axis_says_whose_cost_grows_with_the_backlog():
     assert "from 2,000 to 50,000 jobs" in grows and flat.endswith("for skip_locked.")
     # the grid's own tables leave the depth axis's rows out
     assert drain.summarize(samples).filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [10_000]
+
+
+def test_growth_is_per_1000_jobs_and_per_hour_only_from_a_long_phase():
+    """"+684 MiB/h at 400 jobs/s" was a 12 s phase scaled 300 times; awa's cell read "+403 MiB/h"
+    while its tables grew less with the snapshot held than without."""
+    from benchlib.studies.xmin_horizon.report import front
+
+    short = [{**_phase("awa", "rr_snapshot", phase, 100, duration=12.0), "enqueue_rate": 100.0,
+              "data_bytes_growth": grew, "target_rate": 100.0}
+             for phase, grew in (("baseline", 4_550_000), ("held", 1_410_000))]
+    table = xmin.table(frame(short, PHASE_SCHEMA))
+    columns = [c for t in table.parts for c in t.columns]
+    assert "growth MiB/h" not in columns and "growth KiB / 1,000 jobs" in columns
+    assert xmin.per_1000_jobs(short[1]) == 1_410_000 / 1024 / 1200 * 1000
+    (cell,) = front({"phases": frame(short, PHASE_SCHEMA)}, []).values()
+    assert cell["under a held snapshot"].endswith("size +1,147 KiB per 1,000 jobs held (+3,703 without)")
+    long = [{**r, "duration_s": 180.0} for r in short]
+    assert "growth MiB/h" in [c for t in xmin.table(frame(long, PHASE_SCHEMA)).parts for c in t.columns]

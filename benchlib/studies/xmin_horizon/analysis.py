@@ -33,11 +33,24 @@ def _change(before: float | None, after: float | None, unit: str = "", digits: i
     return f"{fmt(before, digits)} → {fmt(after, digits)}{unit}{r}"
 
 
+LONG_PHASE_S = 180.0  # a growth per hour only from a phase this long (the seed profile's): never a short one scaled
+
+
 def _per_hour(growth_bytes: int | None, seconds: float | None) -> str:
-    """A phase's table growth as a rate, MiB per hour at that load (a reader's horizon is hours)."""
-    if growth_bytes is None or not seconds:
+    """A phase's table growth per hour at that load, only where the phase lasted LONG_PHASE_S:
+    a 12 s phase scaled 300 times is not a measurement (METHOD.md, rule 16)."""
+    if growth_bytes is None or not seconds or seconds < LONG_PHASE_S:
         return "–"
     return fmt(growth_bytes / 2**20 / seconds * 3600, 0)
+
+
+def per_1000_jobs(r: dict[str, Any]) -> float | None:
+    """A phase's table growth in KiB per 1,000 jobs enqueued in it (its achieved rate x its
+    sampled seconds): what the phase measured, at any length."""
+    jobs = (r.get("enqueue_rate") or 0) * (r.get("duration_s") or 0)
+    if r.get("data_bytes_growth") is None or jobs < 1:
+        return None
+    return r["data_bytes_growth"] / 1024 / jobs * 1000
 
 
 def _age(xids: int | None, seconds: float | None) -> str:
@@ -70,6 +83,7 @@ def table(phases: pl.DataFrame, samples: pl.DataFrame | None = None):
             "dequeue/s": fmt(r["dequeue_rate"]),
             "peak dead tuples": fmt(r["peak_n_dead_tup"]),
             "end size MiB": mb(r["end_data_bytes"]),
+            "growth KiB / 1,000 jobs": fmt(per_1000_jobs(r), 0),
             "growth MiB/h": _per_hour(r["data_bytes_growth"], r["duration_s"]),
             "autovacuums": fmt(r["autovacuums"]),
             "oldest xmin, xids (s)": _age(r["max_xmin_age_xids"], r.get("max_xmin_age_s")),
@@ -81,8 +95,10 @@ def table(phases: pl.DataFrame, samples: pl.DataFrame | None = None):
             "error": r["error"] or "",
         })
     t = Table(rows)
+    hourly = any(_per_hour(r["data_bytes_growth"], r["duration_s"]) != "–" for r in phases.iter_rows(named=True))
     groups = [("Workload and bloat", ["enqueue/s (target)", "dequeue/s", "peak dead tuples", "end size MiB",
-                                      "growth MiB/h", "autovacuums", "oldest xmin, xids (s)"]),
+                                      "growth KiB / 1,000 jobs", *(["growth MiB/h"] if hourly else []),
+                                      "autovacuums", "oldest xmin, xids (s)"]),
               ("Bystanders, rotation and accounting", ["bystander p50 / p95 / p99 ms", "rotations", "longest gap s",
                                                        "ticks", "lost / dup"])]
     if any(r["error"] for r in rows):

@@ -16,7 +16,6 @@ SEED = "seed"  # the profile of the seed-sized cell
 PUBLISHED = Path(__file__).with_name("published.yaml")
 
 
-MIB = 2**20
 
 
 def primary_major(phases: pl.DataFrame) -> int | None:
@@ -33,8 +32,9 @@ def main_params(manifests: list[dict]) -> dict:
 
 def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
     """The front page's xmin column: under a held snapshot (what a long BI query holds), the dead
-    tuples the system's tables kept and how fast its tables grew, per hour at that load; each
-    system from its run on the default server, PgQ from its run on PostgreSQL 15."""
+    tuples the system's tables kept and how much its tables grew per 1,000 jobs, held and without
+    the holder (a growth below the baseline's is not bloat); each system from its run on the
+    default server, PgQ from its run on PostgreSQL 15."""
     from benchlib.tables import fmt
 
     main, other = split_servers(tables["phases"])
@@ -44,14 +44,19 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
             if holder != "rr_snapshot" or design in out:
                 continue
             base, held = by["baseline"], by["held"]
-            hours = (held["duration_s"] or 0) / 3600
-            growth = (held["data_bytes_growth"] or 0) / MIB / hours if hours else None
-            text = (f"dead tuples {fmt(base['peak_n_dead_tup'])} → {fmt(held['peak_n_dead_tup'])}; "
-                    f"{'+' if (growth or 0) >= 0 else ''}{fmt(growth)} MiB/h at {fmt(held['target_rate'])} jobs/s")
+            grew = {k: analysis.per_1000_jobs(r) for k, r in (("base", base), ("held", held))}
+            text = (f"dead tuples {fmt(base['peak_n_dead_tup'])} → {fmt(held['peak_n_dead_tup'])}; size "
+                    f"{_signed(grew['held'])} KiB per 1,000 jobs held ({_signed(grew['base'])} without)")
             if phases is other:
                 text += f" (PostgreSQL {held['server_major']})"
             out[design] = {"under a held snapshot": text}
     return out
+
+
+def _signed(kib: float | None) -> str:
+    from benchlib.tables import fmt
+
+    return "–" if kib is None else ("+" if kib >= 0 else "") + fmt(kib, 0)
 
 
 def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:

@@ -127,12 +127,25 @@ def test_the_headline_gives_the_loss_per_server_and_the_setting_that_removes_it(
     (row,) = analysis.headline(LOSS)
     assert row["question"] == "What does `synchronous_commit=off` lose in a crash, and which setting removes the loss?"
     assert row["answer"].startswith("PostgreSQL 18: a median of 795 (600 – 1,000) enqueues and 135 (100 – 200) acks "
-                                    "per crash, at most 1,200 jobs (150 ms of work); `wal_writer_flush_after=0` removes "
+                                    "per crash, at most 1,200 enqueues (at most the last 144 ms of them); "
+                                    "`wal_writer_flush_after=0` removes "
                                     "it (0 in 20 crashes: at most 17 % of crashes would lose, at 95 %)")
     assert "PostgreSQL 15: a median of 11.5 (3 – 18) enqueues and 4 (0 – 8) acks" in row["answer"]
     assert row["answer"].endswith("; no setting tried removes it")
     assert "97.9 % for 10" in row["evidence"] and "`synchronous_commit=on` lost nothing in 40 crashes" in row["evidence"]
     assert analysis.headline(frame(_crashes("default", [0, 0]), CRASHES)) == []  # no async run: no row
+
+
+def test_the_front_page_pairs_figures_from_one_mode_and_counts_crashes_as_the_headline_does():
+    """The front page said "0 with sync commit (40 crashes)" beside the headline's 80, and the
+    headline paired the enqueues' 2,755 jobs with the acks' 379 ms (fd67efc)."""
+    from benchlib.studies.durability.report import front
+
+    (row,) = analysis.headline(LOSS)
+    cell = front({"crashes": LOSS}, [])["skip_locked"]["server crash lost"]
+    n = int(row["evidence"].split("lost nothing in ")[1].split(" crashes")[0])
+    assert cell.startswith(f"0 with sync commit ({n} crashes); ")
+    assert "async on 18: median 795 enqueues (95 ms)" in cell  # 795 jobs at 0.12 ms each: the enqueues' own ms
 
 
 # --- each configuration against default, round by round ---------------------------------------------
@@ -239,7 +252,7 @@ def test_the_durability_charts_colour_each_configuration_as_the_palette_does():
 
 def test_headline_row_and_fits():
     (row,) = analysis.headline(CRASH_ROWS)
-    assert row["answer"] == "PostgreSQL 18: a median of 10 (10 – 100) enqueues per crash, at most 200 jobs (400 ms of work)"
+    assert row["answer"] == "PostgreSQL 18: a median of 10 (10 – 100) enqueues per crash, at most 200 enqueues (at most the last 400 ms of them)"
     fitted = analysis.fits(SAMPLE_ROWS)
     assert {x["config"] for x in fitted} == {"default", "async_commit", "tuned"}
     assert "peak at clients" in analysis.fits_table(fitted).columns

@@ -714,11 +714,12 @@ def headline(crashes: pl.DataFrame | None, df: pl.DataFrame | None = None) -> li
         if not any(m["with_loss"] for m in modes):
             answers.append(f"PostgreSQL {major}: nothing in {sum(m['crashes'] for m in modes)} crashes")
             continue
+        worst = max(modes, key=lambda m: m["lost_max"])  # a pair of figures from one mode, never two
         text = (f"PostgreSQL {major}: a median of "
                 + and_list([f"{_count(m['lost_median'])} ({_count(m['lost_lo'])} – {_count(m['lost_hi'])}) {m['mode']}s"
                             for m in modes])
-                + f" per crash, at most {fmt(max(m['lost_max'] for m in modes))} jobs "
-                  f"({_ms(max(m['ms_max'] for m in modes))} ms of work)")
+                + f" per crash, at most {fmt(worst['lost_max'])} {worst['mode']}s (at most the last "
+                  f"{_ms(worst['ms_max'])} ms of them)")
         variants = by.filter((pl.col("server_major") == major) & (pl.col("config") != ASYNC_BASE)).to_dicts()
         variants = [r for r in variants if not _durable(r)]
         zero = [r for r in variants if r["with_loss"] == 0]

@@ -25,13 +25,15 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
     out: dict[str, dict[str, str]] = {}
     for queue in cs["queue"].unique(maintain_order=True).to_list():
         mine = cs.filter(pl.col("queue") == queue)
-        durable = mine.filter(pl.col("config") == "default")
+        durable = mine.filter(pl.col("synchronous_commit").fill_null("on") != "off")  # as the headline counts them
         parts = [f"0 with sync commit ({fmt(durable['crashes'].sum())} crashes)"
                  if durable.height and durable["lost_max"].max() == 0 else "lost some with sync commit"]
-        for r in mine.filter(pl.col("config") == "async_commit").group_by("server_major").agg(
-                pl.col("lost_median").max(), pl.col("ms_median").max()).sort("server_major", descending=True) \
-                .iter_rows(named=True):
-            parts.append(f"async on {r['server_major']}: median {fmt(r['lost_median'])} jobs ({fmt(r['ms_median'])} ms)")
+        # per server, the mode that lost most, its jobs and its ms together: a pair from one mode
+        worst = (mine.filter(pl.col("config") == "async_commit").sort("lost_median", descending=True)
+                 .unique("server_major", keep="first", maintain_order=True).sort("server_major", descending=True))
+        for r in worst.iter_rows(named=True):
+            parts.append(f"async on {r['server_major']}: median {fmt(r['lost_median'])} {r['mode']}s "
+                         f"({fmt(r['ms_median'])} ms)")
         out[queue] = {"server crash lost": "; ".join(parts)}
     return out
 

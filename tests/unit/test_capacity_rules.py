@@ -40,6 +40,36 @@ def test_the_verdict(achieved, slope, backlog, lost, expected):
     assert verdict(1000.0, achieved, slope, backlog, lost, None)[0] == expected
 
 
+def test_a_system_capped_at_80_jobs_s_does_not_keep_up_with_84():
+    """pg-boss-fast, whose settings cap it at 80 jobs/s, 'kept up with' 84 - 92: offered 84, its
+    backlog grew 4.1 jobs/s (interval 4.05 to 4.13), under a 5 jobs/s floor. Namastack's
+    criterion, max(1 job/s, 1 % of the rate), fails it; a backlog that only moves by whole jobs
+    around a level still passes at that rate."""
+    from benchlib.studies.capacity.measure import slope_limit
+
+    rng = np.random.default_rng(7)
+    t = np.arange(16)
+    growing = np.round(4.0 * t + rng.normal(0, 0.3, 16)).astype(int)
+    slope = slope_interval(growing)
+    assert 3.8 < slope[1] <= slope[2] < 4.2  # a tight interval around 4 jobs/s
+    assert verdict(84.0, 84.0, slope, int(growing.max()), 0, None)[0] == "fail"
+    level = rng.integers(0, 4, 16)  # whole jobs waiting, no trend
+    assert verdict(84.0, 84.0, slope_interval(level), int(level.max()), 0, None)[0] == "pass"
+    assert verdict(84.0, 84.0, slope_interval(np.zeros(16)), 0, 0, None)[0] == "pass"
+    assert slope_limit(84.0) == 1.0 and slope_limit(10_000.0) == 100.0
+
+
+def test_the_report_states_the_slope_floor_its_rows_were_judged_by():
+    from benchlib.studies.capacity import analysis
+
+    def rows(*pairs):
+        return pl.DataFrame([{"rate": rate, "slope_limit": limit} for rate, limit in pairs])
+
+    assert analysis.slope_rule(rows((84.0, 5.0), (40_000.0, 400.0))) == "max(5 jobs/s, 1 % of the rate)"
+    assert analysis.slope_rule(rows((84.0, 1.0), (40_000.0, 400.0))) == "max(1 job/s, 1 % of the rate)"
+    assert analysis.slope_rule(rows((40_000.0, 400.0))) == "max(1 job/s, 1 % of the rate)"  # no row shows a floor
+
+
 def test_a_window_that_ended_early_fails_whatever_its_reconciled_instants_say():
     """Worker systems report handled jobs late with earlier stamps, so the reconciled backlog at
     the second the live count passed the limit can stay just under it."""

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.charts import BACKENDS
+from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
 from benchlib.tables import Table, fmt, plural
 
@@ -41,6 +42,19 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
                                                         if results is not None else 0)
     return {"lost": int(steps["lost"].fill_null(0).sum()), "duplicates": int(steps["duplicates"].fill_null(0).sum()),
             "failed": failed}
+
+
+def slope_rule(steps: pl.DataFrame) -> str:
+    """The slope limit the steps were judged by, in words: max(floor, 1 % of the rate), the floor
+    read from the rows (`slope_limit` where 1 % of the rate is below it), so published rows
+    judged by an earlier floor are described by theirs; the current floor where no row shows one."""
+    floors = set()
+    if steps.height and "slope_limit" in steps.columns:
+        low = steps.filter(pl.col("slope_limit") > SLOPE_SHARE * pl.col("rate") * (1 + 1e-9))
+        floors = {float(f) for f in low["slope_limit"].drop_nulls().unique()}
+    words = [f"max({fmt(f, 0 if f == int(f) else 1)} job{'' if f == 1 else 's'}/s, 1 % of the rate)"
+             for f in sorted(floors or {SLOPE_FLOOR})]
+    return words[0] if len(words) == 1 else f"{' or '.join(words)} (the rows were judged by different floors)"
 
 
 def ceiling(settings: str | None) -> float | None:

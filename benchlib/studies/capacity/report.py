@@ -91,6 +91,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
         "precision": params.get("precision"), "naptime_s": params.get("naptime_s"),
+        "slope_rule": analysis.slope_rule(steps),
         "looked_ended": analysis.looked_ended(steps),
         "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
         "repeat": params.get("repeat", "confirmation"),

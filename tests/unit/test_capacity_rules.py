@@ -394,6 +394,35 @@ def test_a_window_that_ended_a_hair_before_its_second_is_judged_at_that_second()
     assert row["backlog_max"] == 600 and row["verdict"] == "fail"
 
 
+def test_pickup_is_measured_from_the_enqueue_call_s_start_so_it_is_never_negative():
+    """With LISTEN/NOTIFY pgqueuer ran a job before the enqueue call that sent it had returned:
+    measured from the acknowledgement its pickup p50 came out at -0.23 ms. From the instant the
+    producer started the call (the job did not exist before it) it is what the wake-up took."""
+    from benchlib.studies.capacity import measure as m
+    from benchlib.workload import pacing
+    from benchlib.workload.ledger import Ledger
+
+    ms = 1_000_000
+    start = 100 * ms
+    ledger = Ledger()
+    for k in range(10):  # one job a call: sent at t, acknowledged 3 ms later, handled 1 ms after the send
+        t = start + k * 100 * ms
+        ledger.enqueued(ledger.reserve(1), [k], t + 3 * ms, [t], sent_ns=t)
+        ledger.handled([k], t + 1 * ms)
+    plan = m.StepPlan(rate=10.0, seconds=1.0, purpose="pickup")
+    row = m._judge(ledger.reconcile(), plan, start, start + 1_000 * ms, None, pacing.Producers(), {}, {}, {},
+                   {"shares": {}}, True, 10)
+    assert row["pickup_p50_ms"] == row["pickup_p99_ms"] == 1.0
+
+
+def test_a_negative_pickup_in_older_rows_is_printed_as_what_it_means():
+    """Rows measured from the acknowledgement can hold a negative median: not '< 0.1'."""
+    from benchlib.studies.capacity import analysis
+
+    assert analysis._pickup(-0.228) == "< 0 (ran before its enqueue call returned)"
+    assert analysis._pickup(0.03) == "< 0.1" and analysis._pickup(2.37) == "2.4" and analysis._pickup(None) == "–"
+
+
 def test_a_bracket_s_unit_comes_before_its_explanation():
     """'pgqueuer (≥ 3,152 (our producers could go no faster at 6,304) jobs/s)' read badly."""
     from benchlib.studies.capacity import analysis
@@ -754,9 +783,9 @@ def test_what_the_producer_process_acknowledged_reaches_the_ledger_job_by_job(id
 
     acks = _Acks()
     first = acks.reserve(2)
-    acks.enqueued(first, ids[:2], 5_000, [1_000, 1_500])
+    acks.enqueued(first, ids[:2], 5_000, [1_000, 1_500], sent_ns=1_600)
     second = acks.reserve(3)
-    acks.enqueued(second, ids[2:], 6_000, [2_000, 2_500, 3_000])
+    acks.enqueued(second, ids[2:], 6_000, [2_000, 2_500, 3_000], sent_ns=5_100)
     frame = pickle.loads(pickle.dumps(acks.take()))  # as it crosses the pipe
     assert acks.take() is None  # sent once
     ledger = Ledger()
@@ -767,6 +796,7 @@ def test_what_the_producer_process_acknowledged_reaches_the_ledger_job_by_job(id
     assert rec.seqs.tolist() == [0, 1, 2, 3, 4]
     assert rec.intended_ns.tolist() == [1_000, 1_500, 2_000, 2_500, 3_000]
     assert rec.acked_ns.tolist() == [5_000, 5_000, 6_000, 6_000, 6_000]
+    assert rec.sent_ns.tolist() == [1_600, 1_600, 5_100, 5_100, 5_100]  # when each call started
 
 
 @pytest.mark.parametrize(("busy", "cpu_us", "said"), [

@@ -247,8 +247,11 @@ def _count(r: dict, key: str, of: str = "rounds") -> str:
 
 
 def _pickup(ms: float | None) -> str:
-    """A worker can run a job before its enqueue call has returned (the acknowledgement is read
-    after the commit's round trip), so a median pickup can come out below zero: "< 0.1"."""
+    """The pickup median as measured. Rows that measured it from the enqueue call's
+    acknowledgement can hold a negative one (a worker ran the job before the call returned);
+    it is said as that, never as a small positive time."""
+    if ms is not None and ms < 0:
+        return "< 0 (ran before its enqueue call returned)"
     return "< 0.1" if ms is not None and ms < 0.05 else fmt(ms, 1)
 
 

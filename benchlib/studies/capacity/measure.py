@@ -85,7 +85,7 @@ from benchlib.studies.capacity import wording
 from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
-from benchlib.workload.ledger import Ledger, Reconciled
+from benchlib.workload.ledger import NONE, Ledger, Reconciled
 
 STUDY = "capacity"
 FETCH = ("best", "default")  # Params.fetch: the drain study's best batch, the system's own default fetch size
@@ -219,7 +219,8 @@ STEPS: Schema = {
     "e2e_p50_ms": (pl.Float64, "intended instant -> handled, exact over every job of the window"),
     "e2e_p99_ms": (pl.Float64, ""),
     "e2e_max_ms": (pl.Float64, ""),
-    "pickup_p50_ms": (pl.Float64, "acknowledged -> handled (what an idle queue's wake-up costs)"),
+    "pickup_p50_ms": (pl.Float64, "the producer started the enqueue call -> handled (what an idle queue's wake-up "
+                                  "costs; from the call's start, as the job exists from then: never below zero)"),
     "pickup_p99_ms": (pl.Float64, ""),
     "enqueued": (pl.Int64, "jobs acknowledged in the whole step"),
     "lost": (pl.Int64, "acknowledged and never handled (null when the drain did not finish)"),
@@ -259,7 +260,7 @@ RESULTS: Schema = {
     "lowered_from": (pl.Float64, "the search's lower end where its long hold failed in this round: the bracket "
                                  "handed to the later rounds is one step below it, [it / 1.1, it] (null: not lowered)"),
     "bound": (pl.String, "what ended the search: bracket | producer-bound | max_rate | max_steps | nothing passed"),
-    "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency"),
+    "pickup_p50_ms": (pl.Float64, "the low-rate step's pickup latency (from the enqueue call's start)"),
     "steps": (pl.Int64, "steps run"),
     "pgbench_jobs_s": (pl.Float64, "pgbench running the design's own dequeue/ack with the cell's consumers and batch "
                                    "on the same server after this round: jobs done / its elapsed time (null: the "
@@ -702,8 +703,10 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
     in_window = (rec.intended_ns >= window_start) & (rec.intended_ns < window_end)
     latency = rec.first_ns[in_window] - rec.intended_ns[in_window]
     latency = latency[rec.first_ns[in_window] >= 0]
-    pickup = rec.first_ns[in_window] - rec.acked_ns[in_window]
-    pickup = pickup[rec.first_ns[in_window] >= 0]
+    # from the enqueue call's start, not its acknowledgement: a worker woken by LISTEN/NOTIFY can
+    # run a job before the call returns (the acknowledgement waits for the commit's round trip)
+    sent, first = rec.sent_ns[in_window], rec.first_ns[in_window]
+    pickup = (first - sent)[(first != NONE) & (sent != NONE)]
     outcome, reason = verdict(plan.rate, achieved, slope, int(backlog_series.max()), lost, None, early)
     per = 1.0 / handled if handled else None
     e2e = percentiles_ms(latency, "e2e")

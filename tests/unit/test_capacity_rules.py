@@ -423,6 +423,63 @@ def test_a_negative_pickup_in_older_rows_is_printed_as_what_it_means():
     assert analysis._pickup(0.03) == "< 0.1" and analysis._pickup(2.37) == "2.4" and analysis._pickup(None) == "–"
 
 
+def _accounted(rnd, purpose, rate, verdict_, lost, duplicates=0, reconciled=None, error=None):
+    return _step(rnd, purpose, rate, verdict_) | {"lost": lost, "duplicates": duplicates, "reconciled": reconciled,
+                                                  "error": error}
+
+
+def test_lost_0_is_said_over_the_reconciled_steps_only_and_the_others_are_unchecked():
+    """The published data: 54 of 154 steps never drained (lost null), yet the report said
+    lost = 0 over every step. It counts what was reconciled, says how many were not and why,
+    and the sweep summary does not call them lost = 0 either."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import STEPS
+
+    steps = frame([_accounted(0, "search", 1000, "pass", 0, reconciled=True),
+                   _accounted(0, "search", 2000, "fail", 0, reconciled=True),
+                   _accounted(0, "search", 1414, "fail", None, 1, reconciled=False),
+                   _accounted(0, "search", 1189, "fail", None, error="RuntimeError: the producer process ended")],
+                  STEPS)
+    line = analysis.accounting(steps, 15.0)
+    assert line == ("**lost = 0, duplicates = 0** over 2 reconciled steps of 4 (the other 2: 1 not drained within "
+                    "15 s, 1 failed to run; unchecked; 1 duplicate among them).")
+    assert len(line.split()) <= 40
+    assert analysis.totals({"steps": steps, "results": None}) == {"lost": 0, "duplicates": 1, "failed": 1,
+                                                                   "unchecked": 2}
+    every = frame([_accounted(0, "search", 1000, "pass", 0, reconciled=True)], STEPS)
+    assert analysis.accounting(every, 15.0) == "**lost = 0, duplicates = 0** over all 1 steps, every one reconciled."
+
+
+def test_rows_published_before_the_reconciled_column_are_checked_where_their_lost_count_is():
+    """Rows without the column (published before it) were reconciled where their lost count is not
+    null; they are not said to have waited a drain deadline they were never given."""
+    from benchlib.studies.capacity import analysis
+
+    old = pl.DataFrame([{"lost": 0, "duplicates": 0, "error": None}, {"lost": None, "duplicates": 0, "error": None},
+                        {"lost": None, "duplicates": 0, "error": None}])
+    assert analysis.with_reconciled(old)["reconciled"].to_list() == [True, False, False]
+    assert analysis.accounting(old, 15.0) == ("**lost = 0, duplicates = 0** over 1 reconciled step of 3 (the other 2 "
+                                              "not drained: unchecked).")
+    tables = analysis.upgrade({"steps": old, "results": pl.DataFrame({"error": [None]})})
+    assert "reconciled" in tables["steps"].columns  # the report's layout check passes
+    assert analysis.accounting(tables["steps"], 15.0) == analysis.accounting(old, 15.0)
+    assert analysis.with_reconciled(tables["steps"])["reconciled"].to_list() == [True, False, False]
+
+
+def test_the_sweep_summary_does_not_call_unchecked_steps_lost_0(tmp_path):
+    from benchlib import sweep
+
+    where = tmp_path / "capacity" / "smoke"
+    where.mkdir(parents=True)
+    pl.DataFrame({"lost": [0, None], "duplicates": [0, 0], "error": [None, None]}).write_parquet(
+        where / "postgres.steps.parquet")
+    pl.DataFrame({"error": [None]}).write_parquet(where / "postgres.results.parquet")
+    (row,) = sweep.summary([sweep.Job("capacity", "postgres", None, {}, tmp_path / "x.ipynb")], tmp_path,
+                           "smoke").table.rows
+    assert (row["lost"], row["duplicates"]) == ("0 (1 step unchecked)", "0")
+
+
 def test_a_bracket_s_unit_comes_before_its_explanation():
     """'pgqueuer (≥ 3,152 (our producers could go no faster at 6,304) jobs/s)' read badly."""
     from benchlib.studies.capacity import analysis

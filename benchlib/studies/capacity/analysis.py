@@ -33,15 +33,62 @@ def judged(steps: pl.DataFrame | None) -> pl.DataFrame | None:
     return steps if steps is None or "purpose" not in steps.columns else steps.filter(pl.col("purpose") != WARMUP)
 
 
+def with_reconciled(steps: pl.DataFrame) -> pl.DataFrame:
+    """The steps with `reconciled` for every row: as measured, else (rows published before the
+    column, a step that failed to run) whether a lost count was taken, which is what it meant."""
+    derived = pl.col("lost").is_not_null()
+    value = pl.col("reconciled").fill_null(derived) if "reconciled" in steps.columns else derived
+    return steps.with_columns(value.alias("reconciled"))
+
+
+def upgrade(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Published tables in today's layout (report.build reads them through this before it checks
+    the layout): `reconciled`, which older rows lack, null there, and derived where it is read
+    (with_reconciled), so what is said of them can tell a derived value from a measured one."""
+    steps = tables.get("steps")
+    if steps is None or "reconciled" in steps.columns:
+        return tables
+    return {**tables, "steps": steps.with_columns(pl.lit(None, pl.Boolean).alias("reconciled"))}
+
+
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
-    """The sweep summary's accounting: lost and duplicates over every step, failed steps and cells."""
+    """The sweep summary's accounting: lost over the reconciled steps, and how many steps were
+    not (`unchecked`: their lost count was never taken, so it is no zero); duplicates over every
+    step (a job seen twice is one, drained or not); failed steps and cells."""
     steps, results = tables.get("steps"), tables.get("results")
     if steps is None:
-        return {"lost": 0, "duplicates": 0, "failed": 0}
+        return {"lost": 0, "duplicates": 0, "failed": 0, "unchecked": 0}
+    steps = with_reconciled(steps)
     failed = int(steps["error"].is_not_null().sum()) + (int(results["error"].is_not_null().sum())
                                                         if results is not None else 0)
-    return {"lost": int(steps["lost"].fill_null(0).sum()), "duplicates": int(steps["duplicates"].fill_null(0).sum()),
-            "failed": failed}
+    return {"lost": int(steps.filter("reconciled")["lost"].sum()),
+            "duplicates": int(steps["duplicates"].fill_null(0).sum()), "failed": failed,
+            "unchecked": int((~steps["reconciled"]).sum())}
+
+
+def accounting(steps: pl.DataFrame, drain_s: float | None) -> str:
+    """Lost and duplicates over the steps whose every seq was reconciled, and the others said as
+    unchecked, with why: not drained within `drain_s` after the producers stopped (the run's
+    drain_timeout_s), not drained (rows published before `reconciled`: a failed window's rest was
+    not waited for), or the step failed to run. A lost count never taken is no zero."""
+    measured = steps["reconciled"].is_not_null() if "reconciled" in steps.columns else pl.repeat(False, steps.height,
+                                                                                                eager=True)
+    steps = with_reconciled(steps).with_columns(measured.alias("_measured"))
+    checked, rest = steps.filter("reconciled"), steps.filter(~pl.col("reconciled"))
+    said = (f"**lost = {fmt(checked['lost'].sum())}, duplicates = {fmt(checked['duplicates'].fill_null(0).sum())}**")
+    if not rest.height:
+        return f"{said} over all {fmt(steps.height)} steps, every one reconciled."
+    within = f" within {fmt(drain_s, 0 if drain_s == int(drain_s) else 1)} s" if drain_s else " in time"
+    why = [(rest.filter(pl.col("error").is_null() & pl.col("_measured")).height, f"not drained{within}"),
+           (rest.filter(pl.col("error").is_null() & ~pl.col("_measured")).height, "not drained"),
+           (rest.filter(pl.col("error").is_not_null()).height, "failed to run")]
+    why = [(n, text) for n, text in why if n]
+    others = (f"the other {fmt(rest.height)} {why[0][1]}: unchecked" if len(why) == 1 else
+              f"the other {fmt(rest.height)}: {', '.join(f'{fmt(n)} {text}' for n, text in why)}; unchecked")
+    twice = int(rest["duplicates"].fill_null(0).sum())
+    others += f"; {plural(twice, 'duplicate')} among them" if twice else ""
+    return f"{said} over {fmt(checked.height)} reconciled {'step' if checked.height == 1 else 'steps'} of " \
+           f"{fmt(steps.height)} ({others})."
 
 
 def slope_rule(steps: pl.DataFrame) -> str:
@@ -495,14 +542,15 @@ def time_spent(steps: pl.DataFrame, minutes: dict[str, float]) -> list[str]:
 
 
 def steps_table(steps: pl.DataFrame) -> Table:
-    """Every step: rate, verdict and why, the backlog's slope interval, latency and cost."""
+    """Every step: rate, verdict and why, the backlog's slope interval, latency and cost, and its
+    lost count where it was reconciled ("unchecked" where it was not)."""
     rows = []
-    for r in steps.sort("backend", "system", "consumers", "round", "step").iter_rows(named=True):
+    for r in with_reconciled(steps).sort("backend", "system", "consumers", "round", "step").iter_rows(named=True):
         rows.append({"system": r["system"], "C": fmt(r["consumers"]), "round": fmt(r["round"]), "step": fmt(r["step"]),
                      "purpose": r["purpose"], "offered/s": fmt(r["rate"]), "achieved/s": fmt(r["achieved"]),
                      "slope interval": "–" if r["slope_lo"] is None else f"{r['slope_lo']:,.1f} … {r['slope_hi']:,.1f}",
                      "max backlog": fmt(r["backlog_max"]), "verdict": r["verdict"] or "–",
                      "e2e p50 / p99 ms": f"{fmt(r['e2e_p50_ms'], 1)} / {fmt(r['e2e_p99_ms'], 1)}",
                      "enqueue p99 ms": fmt(r.get("enqueue_p99_ms"), 1),
-                     "lost": fmt(r["lost"]), "why": r["reason"] or ""})
+                     "lost": fmt(r["lost"]) if r["reconciled"] else "unchecked", "why": r["reason"] or ""})
     return Table(rows)

@@ -18,7 +18,9 @@ harness's driver; worker: the library's own workers in continuous mode); a warm-
 run's very first step runs once before it and is discarded, see attempt() in measure());
 then a measured window in which the backlog (acknowledged - handled, exact, from the
 ledger) is read every second; then the producers stop, the rest drains, and every
-seq is reconciled. The step **passes** when
+seq is reconciled: after every step, a failed one too, within `drain_timeout_s` (a step whose
+rest did not drain in time is *unchecked*: `reconciled` false, its lost count null). The step
+**passes** when
 - the largest backlog in the window is <= 2 s x r (a window whose backlog passes that
   cannot pass any more: it ends there, after at least 5 s, and the step fails);
 - the upper 95 % bound of the backlog's least-squares slope over the window is
@@ -128,7 +130,7 @@ class Params:
     drain_profile: str | None = "standard"  # whose published drain data give each search's start
     warmup_s: float = 3.0
     window_s: float = 15.0
-    drain_timeout_s: float = 15.0
+    drain_timeout_s: float = 15.0  # after every step, how long the rest may take to drain (then: unchecked)
     precision: float = 0.10
     confirm_factor: float = 3.0
     max_steps: int = 14
@@ -223,7 +225,10 @@ STEPS: Schema = {
                                   "costs; from the call's start, as the job exists from then: never below zero)"),
     "pickup_p99_ms": (pl.Float64, ""),
     "enqueued": (pl.Int64, "jobs acknowledged in the whole step"),
-    "lost": (pl.Int64, "acknowledged and never handled (null when the drain did not finish)"),
+    "reconciled": (pl.Boolean, ("every acknowledged job came back within drain_timeout_s after the producers "
+                                "stopped, so lost and duplicates are counted (false: unchecked; null: the step "
+                                "failed to run)")),
+    "lost": (pl.Int64, "acknowledged and never handled (null where the step is not reconciled: unchecked)"),
     "duplicates": (pl.Int64, "handled more than once"),
     "undrained": (pl.Int64, "still waiting when the drain timed out"),
     "client_cpu_us_per_job": (pl.Float64, "the client side's processes (the harness's, the producer process, a "
@@ -505,14 +510,8 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         if apart:
             await producer.stop()
         await asyncio.gather(*producing)
-        # the rest drains, and every seq is reconciled; a window that already failed on its
-        # backlog is not worth the wait (its lost count is then not assessed: null)
-        deadline = now_ns() + int(p.drain_timeout_s * 1e9) if early is None and _window_holds(
-            ledger, plan, window_start, window_end) else now_ns()
-        while ledger.distinct < ledger.acknowledged and now_ns() < deadline:
-            _raise_failed(tasks)
-            await asyncio.sleep(0.02)
-        drained = ledger.distinct >= ledger.acknowledged
+        # the rest drains, and every seq is reconciled, after every step (a failed one too)
+        drained = await _drain(ledger, p.drain_timeout_s, tasks)
         clean = True
     finally:
         stop_producing.set()
@@ -655,11 +654,17 @@ async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int,
     return None
 
 
-def _window_holds(ledger: Ledger, plan: StepPlan, start: int, end: int) -> bool:
-    """Whether the window could pass on its backlog alone (so draining the rest is worth it)."""
-    backlog_series = ledger.reconcile().backlog_at(start + np.arange(0, int((end - start) / 1e9) + 1) * 1_000_000_000)
-    _, lo, _ = slope_interval(backlog_series)
-    return backlog_series.max() <= BACKLOG_S * plan.rate and lo <= slope_limit(plan.rate)
+async def _drain(ledger: Ledger, timeout_s: float, tasks: list[asyncio.Task]) -> bool:
+    """The rest drains after the producers stop, whatever the window's verdict, so every seq of
+    every step is reconciled (lost and duplicates counted); True when every acknowledged job came
+    back within `timeout_s`. A failed window's rest is at most about 2 s of production past what
+    the system keeps up with (its window ends there), so this is seconds; a stalled system does
+    not drain, and its step is left unchecked (`reconciled` false, `lost` null), never a zero."""
+    deadline = now_ns() + int(timeout_s * 1e9)
+    while ledger.distinct < ledger.acknowledged and now_ns() < deadline:
+        _raise_failed(tasks)
+        await asyncio.sleep(0.02)
+    return ledger.distinct >= ledger.acknowledged
 
 
 def _raise_failed(tasks: list[asyncio.Task]) -> None:
@@ -720,7 +725,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
         "verdict": outcome, "reason": reason,
         "e2e_p50_ms": e2e["e2e_p50_ms"], "e2e_p99_ms": e2e["e2e_p99_ms"], "e2e_max_ms": e2e["e2e_max_ms"],
         "pickup_p50_ms": pick["pickup_p50_ms"], "pickup_p99_ms": pick["pickup_p99_ms"],
-        "enqueued": rec.enqueued, "lost": lost, "duplicates": rec.duplicates,
+        "enqueued": rec.enqueued, "reconciled": drained, "lost": lost, "duplicates": rec.duplicates,
         "undrained": 0 if drained else rec.enqueued - rec.distinct,
         **costs,
         "sql_calls_per_job": (after["calls"] - before["calls"]) * per if per and "calls" in after else None,

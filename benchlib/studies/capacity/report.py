@@ -85,8 +85,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "headline": analysis.headline(b),
         "steps": steps.height,
         "warmups": steps.height - analysis.judged(steps).height,
-        "lost": int(steps["lost"].fill_null(0).sum()),
-        "duplicates": int(steps["duplicates"].fill_null(0).sum()),
+        "accounting": analysis.accounting(steps, _drain_timeout(manifests)),
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
@@ -98,6 +97,12 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "time": analysis.time_spent(steps, _minutes(manifests)),
         **_producers_run(manifests),
     }
+
+
+def _drain_timeout(manifests: list[dict]) -> float | None:
+    """The runs' drain deadline after each step (s), where they share one."""
+    found = {m.get("params", {}).get("drain_timeout_s") for m in manifests}
+    return found.pop() if len(found) == 1 else None
 
 
 def _producers_run(manifests: list[dict]) -> dict[str, list[str]]:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import re
 
 import numpy as np
 import polars as pl
@@ -491,7 +493,7 @@ def test_a_bracket_s_unit_comes_before_its_explanation():
 
 def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualified():
     """pgmq passed 19,241 jobs/s over 15 s and failed the 45 s hold in all three rounds: the front
-    page, the answers and 'use when' say so beside the bracket."""
+    page, the answers and 'use when' quote what it kept up with below that bracket, and say why."""
     from benchlib.results import frame
     from benchlib.studies.capacity import analysis, report
     from benchlib.studies.capacity.measure import RESULTS, STEPS
@@ -506,12 +508,108 @@ def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualif
                for rnd in range(3)]
     tables = {"results": frame(results, RESULTS), "steps": frame(steps, STEPS)}
     manifests = [{"params": {"confirm_factor": 3.0}}]
-    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": "19,241 – 20,982 (long hold 0 of 3)"}
+    quoted = "12,476 (a pass, not held longer; 19,241 – 20,982 held in no round)"
+    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": quoted}
     (line, *_) = report.use_when(tables, manifests)
-    assert "pgmq 19,241 – 20,982 jobs/s, at 4 consumers" in line
-    assert "but pgmq did not hold that rate 3× longer in any round, nor 1/1.1 of it in the first: what it keeps up" in line
+    assert "capacity study): pgmq 12,476." in line
+    assert "pgmq's bracket, 19,241 – 20,982, held 3× longer in no round, so it is quoted at its highest pass below." \
+        in line
     (answer,) = analysis.headline(analysis.brackets(tables["results"], tables["steps"]))
-    assert answer["answer"].endswith("19,241 – 20,982 (long hold 0 of 3)")
+    assert answer["answer"].endswith(f"pgmq {quoted}")
+
+
+def _published_pgmq(system: str = "pgmq") -> list[dict]:
+    """pgmq's steps in the published standard data (2 s warm-ups, 15 s windows, 30 s holds): its
+    search's lower end, 31,647, failed the first round's long hold, the bracket went one step down
+    to [28,770, 31,647], and 28,770 (never a 15 s step) failed the long hold in both later rounds."""
+    rows = [(0, "search", 13_306.0, "pass", 15.0), (0, "search", 26_612.0, "pass", 15.0),
+            (0, "search", 53_224.0, "fail", 6.0), (0, "search", 37_635.1, "fail", 15.0),
+            (0, "search", 31_647.2, "pass", 15.0), (0, "search", 34_511.5, "inconclusive", 15.0),
+            (0, "repeat", 34_511.5, "fail", 15.0), (0, "confirm_long", 31_647.2, "fail", 20.0),
+            (0, "pickup", 10.0, "pass", 5.0), (1, "confirm_long", 28_770.2, "fail", 13.0),
+            (2, "confirm_long", 28_770.2, "fail", 18.0)]
+    return [_step(rnd, purpose, rate, v) | {"system": system, "window_s": w, "client_cpu_us_per_job": 10.0}
+            for rnd, purpose, rate, v, w in rows]
+
+
+def test_the_headline_quotes_only_a_rate_that_passed_and_held_where_a_long_hold_ran():
+    """The published report said 'pgmq 28,770 - 31,647' in its headline and 'use when' though
+    28,770 failed its long hold in every round (and passed no 15 s window), while 'What a job costs'
+    quietly used 26,612. Every place now quotes the same rate, from the rows: the highest that
+    passed below every rate whose long hold failed in every round, and says why it is below the
+    bracket; a system whose lower end held in some round keeps its bracket, and outranks pgmq."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis, report
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    held = [_step(rnd, purpose, rate, v) | {"system": "skip_locked", "window_s": w, "client_cpu_us_per_job": 8.0}
+            for rnd, purpose, rate, v, w in [(0, "search", 27_000.0, "pass", 15.0), (0, "search", 29_700.0, "fail", 6.0),
+                                             (0, "confirm_long", 27_000.0, "pass", 30.0),
+                                             (1, "confirm_long", 27_000.0, "fail", 14.0),
+                                             (2, "confirm_long", 27_000.0, "pass", 30.0)]]
+    steps = frame(_published_pgmq() + held, STEPS)
+
+    def result(system, rnd, passed, failed, lowered=None):
+        return {"backend": "postgres", "system": system, "kind": "pull", "consumers": 4, "batch": 50, "round": rnd,
+                "passed": passed, "failed": failed, "confirmed": False, "bound": "bracket", "settings": "{}",
+                "lowered_from": lowered if rnd == 0 else None}
+
+    results = frame([result("pgmq", rnd, 28_770.2, 31_647.2, 31_647.2) for rnd in range(3)]
+                    + [result("skip_locked", rnd, 27_000.0, 29_700.0) for rnd in range(3)], RESULTS)
+    b = analysis.brackets(results, steps)
+    rows = {r["system"]: r for r in b.iter_rows(named=True)}
+    assert (rows["pgmq"]["kept"], rows["pgmq"]["kept_s"], rows["pgmq"]["held_rounds"]) == (26_612.0, 15.0, 0)
+    assert rows["skip_locked"]["kept"] == 27_000.0 and b["system"].to_list() == ["skip_locked", "pgmq"]
+    pgmq = "26,612 (a 15 s pass; 28,770 – 31,647 held in no round)"
+    assert analysis.kept_text(rows["pgmq"]) == pgmq
+    assert analysis.kept_text(rows["skip_locked"]) == "27,000 – 29,700 (long hold 2 of 3)"
+    (answer,) = analysis.headline(b)
+    assert answer["answer"] == f"Highest rates kept up with (jobs/s): skip_locked 27,000 – 29,700 (long hold 2 of 3); " \
+                               f"pgmq {pgmq}"
+    tables, manifests = {"results": results, "steps": steps}, [{"params": {"confirm_factor": 2.0}}]
+    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": pgmq}
+    (line, *_) = report.use_when(tables, manifests)
+    assert line.startswith("**For the highest rate kept up with on one PostgreSQL** (jobs/s, 4 consumers, capacity "
+                           "study): skip_locked 27,000 – 29,700; pgmq 26,612.")
+    assert "pgmq's bracket, 28,770 – 31,647, held 2× longer in no round, so it is quoted at its highest pass below " \
+           "(a 15 s window)." in line and "Held 2× longer in 2 of 3 rounds for skip_locked." in line
+    assert analysis.costs(steps, b).rows[1]["at jobs/s"] == "26,612"  # the same rate everywhere
+    table = {r["system"]: r for r in analysis.table(b).rows}
+    assert (table["pgmq"]["bracket, jobs/s [pass – fail]"], table["pgmq"]["kept up with, jobs/s"]) == (
+        "28,770 – 31,647", "26,612 (below the bracket)")
+    lines = analysis.sentences(b)
+    assert "It held in no round for pgmq, so each is quoted at its highest pass below every rate that failed its " \
+           "long hold: pgmq 26,612 jobs/s." in lines
+    for text in [answer["answer"], *lines, *re.split(r"(?<=\.) ", line)]:
+        assert len(text.split()) <= 40, text
+
+
+def test_a_lower_end_that_passed_only_under_the_old_slope_floor_is_not_quoted():
+    """pg-boss-fast, capped by its settings at 80 jobs/s, passed 84 in the search and in every long
+    hold with its backlog growing 4.1 jobs/s (interval about 4.05 to 4.13), judged by the 5 jobs/s
+    floor. By today's max(1 job/s, 1 % of the rate) that growth is beyond doubt: it is quoted at
+    70.7, the highest rate that passes today, and the report says why."""
+    from benchlib.results import frame
+    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+
+    def s(rnd, purpose, rate, v, lo, hi, w=15.0):
+        return _step(rnd, purpose, rate, v) | {"system": "pg-boss-fast", "batch": 10, "kind": "worker",
+                                                "slope_lo": lo, "slope_hi": hi, "slope_limit": 5.0, "window_s": w}
+
+    steps = frame([s(0, "search", 50.0, "pass", 0.0, 0.0), s(0, "search", 100.0, "fail", 20.0, 20.0),
+                   s(0, "search", 70.7, "pass", -0.1, -0.002), s(0, "search", 84.1, "pass", 4.05, 4.13),
+                   s(0, "search", 91.7, "fail", 11.65, 11.73), s(0, "confirm_long", 84.1, "pass", 4.08, 4.11, 30.0),
+                   s(1, "confirm_long", 84.1, "pass", 4.08, 4.10, 30.0)], STEPS)
+    results = frame([{"backend": "postgres", "system": "pg-boss-fast", "kind": "worker", "consumers": 4, "batch": 10,
+                      "round": rnd, "passed": 84.1, "failed": 91.7, "confirmed": True, "bound": "bracket",
+                      "settings": json.dumps({"ceiling_jobs_per_s": 80})} for rnd in range(2)], RESULTS)
+    (row,) = analysis.brackets(results, steps).iter_rows(named=True)
+    assert row["kept"] == 70.7 and row["floor_only"] and row["at_ceiling"]
+    assert analysis.kept_text(row) == "71 (a 15 s pass; 84 – 92 passed only under an earlier slope floor)"
+    assert any(x.startswith("**Passed only under an earlier slope floor**: pg-boss-fast at 84 jobs/s")
+               for x in analysis.sentences(analysis.brackets(results, steps)))
+    assert analysis.slope_rule(steps) == "max(5 jobs/s, 1 % of the rate)"  # what these rows were judged by
 
 
 def test_the_notes_beside_a_bracket_share_one_pair_of_parentheses():
@@ -784,9 +882,9 @@ def test_the_server_s_limit_beside_a_capacity_is_the_same_run_s_pgbench_not_anot
     drain = pl.DataFrame({"queue": ["skip_locked"], "backend": ["postgres"], "consumers": [4], "batch_size": [50],
                           "warmup": [False], "pgbench_jobs_s": [99_999.0]})
     text = analysis.limit_beside(b, results, drain)
-    assert "beside skip_locked's 40,000 – 44,000 jobs/s kept up with, pgbench drained 75,000 jobs/s (median of 3 " \
-           "rounds, 70,000 – 80,000; a backlog of 200,000 jobs, 4 clients at batch 50)" in text
-    assert "beside pgmq's 30,000 – 33,000 jobs/s kept up with, pgbench drained 61,000 jobs/s" in text
+    assert "skip_locked kept up with 40,000 – 44,000 jobs/s; pgbench drained 75,000 jobs/s (median of 3 " \
+           "rounds, 70,000 – 80,000; a backlog of 200,000 jobs, 4 clients at batch 50)." in text
+    assert "pgmq kept up with 30,000 – 33,000 jobs/s; pgbench drained 61,000 jobs/s" in text
     assert "on the same server after each round" in text and "99,999" not in text
     older = results.drop("pgbench_jobs_s", "pgbench_jobs", "pgbench_backlog")
     fallback = analysis.limit_beside(analysis.brackets(older), older, drain)

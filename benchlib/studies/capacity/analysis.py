@@ -69,8 +69,8 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
 def accounting(steps: pl.DataFrame, drain_s: float | None) -> str:
     """Lost and duplicates over the steps whose every seq was reconciled, and the others said as
     unchecked, with why: not drained within `drain_s` after the producers stopped (the run's
-    drain_timeout_s), not drained (rows published before `reconciled`: a failed window's rest was
-    not waited for), or the step failed to run. A lost count never taken is no zero."""
+    drain_timeout_s), not drained (rows without a measured `reconciled`, whose drain was not
+    necessarily given that time), or the step failed to run. A lost count never taken is no zero."""
     measured = steps["reconciled"].is_not_null() if "reconciled" in steps.columns else pl.repeat(False, steps.height,
                                                                                                 eager=True)
     steps = with_reconciled(steps).with_columns(measured.alias("_measured"))

@@ -176,6 +176,8 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                 sections.append({"title": study.report.TITLE, "body": f"No `{profile}` results for this study in "
                                  f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
                 continue
+            if (upgrade := getattr(study.analysis, "upgrade", None)) is not None:
+                tables = upgrade(tables)  # columns a study derives for rows published before them
             stale = _stale_layout(tables, study.measure.TABLES)
             if stale:
                 stale_studies.append(name)

@@ -148,6 +148,13 @@ class Summary:
     reasons: list[str] = field(default_factory=list)
 
 
+def _lost(totals: dict[str, int]) -> str:
+    """Lost jobs as counted, and how many steps a study could not count (its `unchecked`): a
+    count never taken is not a zero."""
+    unchecked = totals.get("unchecked", 0)
+    return fmt(totals["lost"]) + (f" ({plural(unchecked, 'step')} unchecked)" if unchecked else "")
+
+
 def summary(jobs: list[Job], data_dir: Path, profile: str) -> Summary:
     """What ran, how long, where the results went, the exactly-once accounting, and why anything failed."""
     rows, failed, reasons = [], 0, []
@@ -166,7 +173,7 @@ def summary(jobs: list[Job], data_dir: Path, profile: str) -> Summary:
             "study": job.study, "run": job.name,
             "cells (reused)": f"{job.result.get('cells', '?')} ({job.result.get('reused', '?')})",
             "time": _duration(job.seconds),
-            "lost": fmt(totals["lost"]), "duplicates": fmt(totals["duplicates"]), "failed": fmt(totals["failed"]),
+            "lost": _lost(totals), "duplicates": fmt(totals["duplicates"]), "failed": fmt(totals["failed"]),
             "results": os.path.relpath(where, Path.cwd()) + "/",
         })
     return Summary(Table(rows), failed, reasons[:3])

@@ -2,15 +2,17 @@
 
 The harness gives every job a sequence number (`seq`, in its payload) when it makes it,
 and records, client-side:
-- when it was meant to be sent (paced producers; METHOD rule 6) and when the system
-  acknowledged the enqueue, with the id the system gave it;
+- when it was meant to be sent (paced producers; METHOD rule 6), when the producer started
+  the enqueue call that sent it, and when the system acknowledged that call, with the id the
+  system gave it (a worker can run a job before the call returns: the acknowledgement waits
+  for the commit's round trip, the job exists from the call's start);
 - every time it was handled (a pull consumer's ack returned; a worker's handler ran).
 
 Recording is append-only into arrays (8 bytes a number; no object per job), so the hot
 loops stay cheap; `reconcile()` then matches everything at once with numpy: handled ids
 are mapped back to sequence numbers (a system that reports ids), lost = enqueued and
-never handled, duplicates = handled - distinct handled, end-to-end latency from the
-intended instant (or the acknowledgement) to the first handling, the backlog over time,
+never handled, duplicates = handled - distinct handled, latency from the intended instant
+(or the call's start, or the acknowledgement) to the first handling, the backlog over time,
 and the largest gap between consecutive completions (a stall: a SIGSTOP, a lock, a
 checkpoint). A live count of distinct handled jobs (`distinct`) tells a drain when every
 job has come back at least once, so a duplicating queue cannot end it early and
@@ -36,6 +38,7 @@ class _Batch:
     ids: Sequence[Any]
     intended_ns: Sequence[int] | None
     acked_ns: int
+    sent_ns: int = NONE  # when the enqueue call started
 
 
 @dataclass
@@ -51,12 +54,14 @@ class Reconciled:
     seqs: np.ndarray  # every enqueued seq
     intended_ns: np.ndarray  # per seq, NONE when not paced
     acked_ns: np.ndarray  # per seq
+    sent_ns: np.ndarray  # per seq, when its enqueue call started; NONE when not recorded
     first_ns: np.ndarray  # per seq, first handling; NONE when lost
     handled_ns: np.ndarray  # every handling's instant, sorted
 
     def latency_ns(self, since: str = "intended") -> np.ndarray:
-        """Per handled job: first handling - intended instant (or - acknowledgement)."""
-        start = self.intended_ns if since == "intended" else self.acked_ns
+        """Per handled job: first handling - intended instant (or - the enqueue call's start,
+        `since="sent"`, or - its acknowledgement, `"acked"`); jobs without that instant left out."""
+        start = {"intended": self.intended_ns, "sent": self.sent_ns, "acked": self.acked_ns}[since]
         ok = (self.first_ns != NONE) & (start != NONE)
         return self.first_ns[ok] - start[ok]
 
@@ -91,11 +96,13 @@ class Ledger:
         start, self.next_seq = self.next_seq, self.next_seq + n
         return start
 
-    def enqueued(self, start: int, ids: Sequence[Any], acked_ns: int, intended_ns: Sequence[int] | None = None) -> None:
-        """The system acknowledged jobs start .. start+len(ids)-1 with these ids."""
+    def enqueued(self, start: int, ids: Sequence[Any], acked_ns: int, intended_ns: Sequence[int] | None = None,
+                 sent_ns: int = NONE) -> None:
+        """The system acknowledged jobs start .. start+len(ids)-1 with these ids, in one enqueue
+        call started at `sent_ns`."""
         if ids and isinstance(ids[0], str):
             ids = [self._str_ids.setdefault(i, len(self._str_ids)) for i in ids]
-        self.batches.append(_Batch(start, ids, intended_ns, acked_ns))
+        self.batches.append(_Batch(start, ids, intended_ns, acked_ns, sent_ns))
 
     def handled(self, keys: Sequence[Any], t_ns: int) -> None:
         """Jobs handled at t_ns, by the system's ids (or seqs, `by_seq`)."""
@@ -124,13 +131,14 @@ class Ledger:
         seqs = np.fromiter((b.start + i for b in batches for i in range(len(b.ids))), np.int64, n)
         ids = np.fromiter((i for b in batches for i in b.ids), np.int64, n)
         intended = np.full(n, NONE, np.int64)
-        acked = np.empty(n, np.int64)
+        acked, sent = np.empty(n, np.int64), np.empty(n, np.int64)
         k = 0
         for b in batches:
             m = len(b.ids)
             if b.intended_ns is not None:
                 intended[k:k + m] = b.intended_ns
             acked[k:k + m] = b.acked_ns
+            sent[k:k + m] = b.sent_ns
             k += m
         keys = np.frombuffer(self.handled_keys, np.int64) if self.handled_keys else np.empty(0, np.int64)
         times = np.frombuffer(self.handled_at, np.int64) if self.handled_at else np.empty(0, np.int64)
@@ -150,6 +158,6 @@ class Ledger:
         handled = int(matched.sum())
         return Reconciled(
             enqueued=n, handled=handled, distinct=distinct, lost=n - distinct, duplicates=handled - distinct,
-            unknown=int((~matched).sum()), seqs=seqs, intended_ns=intended, acked_ns=acked, first_ns=first,
+            unknown=int((~matched).sum()), seqs=seqs, intended_ns=intended, acked_ns=acked, sent_ns=sent, first_ns=first,
             handled_ns=np.sort(times[matched]))
 

@@ -72,7 +72,7 @@ async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any
         body = [payload(first + i) for i in range(n)]
         sent = now_ns()
         ids = await enqueue_many(body)
-        ledger.enqueued(first, ids, now_ns(), intended)
+        ledger.enqueued(first, ids, now_ns(), intended, sent)
         out.lag_ns.append(sent - intended[0])
         out.sent += n
         k += n

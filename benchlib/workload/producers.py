@@ -22,7 +22,10 @@ Protocol: length-prefixed pickles both ways (we start the child and only we hold
 pipes). To the child: ("open", system, backend, target), then per step ("connect",
 producers) -> ("ready",); ("start", rate, start_ns) -> ("acks", ...) frames every FLUSH_S;
 ("stop",) -> ("done", sent, lag_ns, call_ns, errors) once its connections are closed. Any
-failure -> ("error", reason).
+failure -> ("error", reason). An `acks` frame holds, per enqueue call, its first seq, its jobs,
+when the system acknowledged it and when the producer started it (a job's pickup is measured
+from that start: a worker can run it before the call returns), then the calls' ids and their
+jobs' intended instants.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from typing import Any
 from benchlib.measure import now_ns
 from benchlib.provision.lifetime import dies_with_us, ended
 from benchlib.workload import pacing
-from benchlib.workload.ledger import Ledger
+from benchlib.workload.ledger import NONE, Ledger
 
 FLUSH_S = 0.02  # how often the child reports what was acknowledged (the window reads the backlog each second)
 STOP_GRACE_S = 5.0
@@ -194,10 +197,10 @@ class ProducerProcess:
 
 
 def apply_acks(ledger: Ledger, calls: bytes, ids: Sequence[Any] | bytes, intended: bytes) -> None:
-    """Enqueue calls as the child reported them: (first seq, jobs, acknowledged at) per call, the
-    ids and intended instants of all their jobs in order."""
-    triples = array("q")
-    triples.frombytes(calls)
+    """Enqueue calls as the child reported them: (first seq, jobs, acknowledged at, started at)
+    per call, the ids and intended instants of all their jobs in order."""
+    fields = array("q")
+    fields.frombytes(calls)
     if isinstance(ids, bytes):
         ints = array("q")
         ints.frombytes(ids)
@@ -205,9 +208,9 @@ def apply_acks(ledger: Ledger, calls: bytes, ids: Sequence[Any] | bytes, intende
     when = array("q")
     when.frombytes(intended)
     pos = 0
-    for i in range(0, len(triples), 3):
-        first, n, acked = triples[i], triples[i + 1], triples[i + 2]
-        ledger.enqueued(first, ids[pos:pos + n], acked, when[pos:pos + n])
+    for i in range(0, len(fields), 4):
+        first, n, acked, sent = fields[i:i + 4]
+        ledger.enqueued(first, ids[pos:pos + n], acked, when[pos:pos + n], sent)
         pos += n
 
 
@@ -225,10 +228,11 @@ class _Acks:
         start, self.next_seq = self.next_seq, self.next_seq + n
         return start
 
-    def enqueued(self, start: int, ids: Sequence[Any], acked_ns: int, intended_ns: Sequence[int] | None = None) -> None:
-        self.calls.extend((start, len(ids), acked_ns))
+    def enqueued(self, start: int, ids: Sequence[Any], acked_ns: int, intended_ns: Sequence[int] | None = None,
+                 sent_ns: int = NONE) -> None:
+        self.calls.extend((start, len(ids), acked_ns, sent_ns))
         self.ids.extend(ids)
-        self.intended.extend(intended_ns or [-1] * len(ids))
+        self.intended.extend(intended_ns or [NONE] * len(ids))
 
     def take(self) -> tuple | None:
         if not self.calls:

@@ -14,7 +14,8 @@ from benchlib.workload.ledger import NONE, Ledger
 def test_the_ledger_counts_lost_duplicates_and_strangers_by_id():
     ledger = Ledger()
     first = ledger.reserve(5)
-    ledger.enqueued(first, [101, 102, 103, 104, 105], acked_ns=1_000, intended_ns=[900, 910, 920, 930, 940])
+    ledger.enqueued(first, [101, 102, 103, 104, 105], acked_ns=1_000, intended_ns=[900, 910, 920, 930, 940],
+                    sent_ns=950)
     ledger.enqueued(ledger.reserve(2), [106, 107], acked_ns=2_000)
     ledger.handled([101, 102], 1_500)
     ledger.handled_one(103, 1_600)
@@ -24,6 +25,7 @@ def test_the_ledger_counts_lost_duplicates_and_strangers_by_id():
     assert (rec.enqueued, rec.handled, rec.distinct, rec.lost, rec.duplicates, rec.unknown) == (7, 4, 3, 4, 1, 1)
     assert rec.latency_ns().tolist() == [600, 590, 680]  # from the intended instants, first handling only
     assert rec.latency_ns("acked").tolist() == [500, 500, 600]
+    assert rec.latency_ns("sent").tolist() == [550, 550, 650]  # from the enqueue call's start (unknown for 106, 107)
     assert rec.backlog_at(np.array([1_000, 1_550, 2_500])).tolist() == [5, 3, 4]
     assert rec.gaps(1_000).tolist() == [500, 0, 100, 100]
     assert rec.first_ns[3] == NONE  # 104 was never handled
@@ -62,6 +64,8 @@ async def test_an_open_loop_producer_keeps_its_schedule_through_a_stall():
     assert max(out.lag_ns) >= 0.25e9  # the stall shows as lag...
     assert max(calls) > 20  # ...and the jobs it delayed went out together, at once
     assert 0.9 * 0.6 * 200 <= out.sent <= 1.1 * 0.6 * 200 + 2  # the rate was held over the whole run
+    # each call's start is recorded: after its jobs were due, before the system acknowledged them
+    assert np.all((rec.intended_ns <= rec.sent_ns) & (rec.sent_ns <= rec.acked_ns))
 
 
 @pytest.mark.parametrize(("gaps", "flagged"), [

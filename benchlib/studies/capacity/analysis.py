@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.charts import BACKENDS
+from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
 from benchlib.tables import Table, fmt, plural
 
@@ -32,15 +33,75 @@ def judged(steps: pl.DataFrame | None) -> pl.DataFrame | None:
     return steps if steps is None or "purpose" not in steps.columns else steps.filter(pl.col("purpose") != WARMUP)
 
 
+def with_reconciled(steps: pl.DataFrame) -> pl.DataFrame:
+    """The steps with `reconciled` for every row: as measured, else (rows published before the
+    column, a step that failed to run) whether a lost count was taken, which is what it meant."""
+    derived = pl.col("lost").is_not_null()
+    value = pl.col("reconciled").fill_null(derived) if "reconciled" in steps.columns else derived
+    return steps.with_columns(value.alias("reconciled"))
+
+
+def upgrade(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Published tables in today's layout (report.build reads them through this before it checks
+    the layout): `reconciled`, which older rows lack, null there, and derived where it is read
+    (with_reconciled), so what is said of them can tell a derived value from a measured one."""
+    steps = tables.get("steps")
+    if steps is None or "reconciled" in steps.columns:
+        return tables
+    return {**tables, "steps": steps.with_columns(pl.lit(None, pl.Boolean).alias("reconciled"))}
+
+
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
-    """The sweep summary's accounting: lost and duplicates over every step, failed steps and cells."""
+    """The sweep summary's accounting: lost over the reconciled steps, and how many steps were
+    not (`unchecked`: their lost count was never taken, so it is no zero); duplicates over every
+    step (a job seen twice is one, drained or not); failed steps and cells."""
     steps, results = tables.get("steps"), tables.get("results")
     if steps is None:
-        return {"lost": 0, "duplicates": 0, "failed": 0}
+        return {"lost": 0, "duplicates": 0, "failed": 0, "unchecked": 0}
+    steps = with_reconciled(steps)
     failed = int(steps["error"].is_not_null().sum()) + (int(results["error"].is_not_null().sum())
                                                         if results is not None else 0)
-    return {"lost": int(steps["lost"].fill_null(0).sum()), "duplicates": int(steps["duplicates"].fill_null(0).sum()),
-            "failed": failed}
+    return {"lost": int(steps.filter("reconciled")["lost"].sum()),
+            "duplicates": int(steps["duplicates"].fill_null(0).sum()), "failed": failed,
+            "unchecked": int((~steps["reconciled"]).sum())}
+
+
+def accounting(steps: pl.DataFrame, drain_s: float | None) -> str:
+    """Lost and duplicates over the steps whose every seq was reconciled, and the others said as
+    unchecked, with why: not drained within `drain_s` after the producers stopped (the run's
+    drain_timeout_s), not drained (rows without a measured `reconciled`, whose drain was not
+    necessarily given that time), or the step failed to run. A lost count never taken is no zero."""
+    measured = steps["reconciled"].is_not_null() if "reconciled" in steps.columns else pl.repeat(False, steps.height,
+                                                                                                eager=True)
+    steps = with_reconciled(steps).with_columns(measured.alias("_measured"))
+    checked, rest = steps.filter("reconciled"), steps.filter(~pl.col("reconciled"))
+    said = (f"**lost = {fmt(checked['lost'].sum())}, duplicates = {fmt(checked['duplicates'].fill_null(0).sum())}**")
+    if not rest.height:
+        return f"{said} over all {fmt(steps.height)} steps, every one reconciled."
+    within = f" within {fmt(drain_s, 0 if drain_s == int(drain_s) else 1)} s" if drain_s else " in time"
+    why = [(rest.filter(pl.col("error").is_null() & pl.col("_measured")).height, f"not drained{within}"),
+           (rest.filter(pl.col("error").is_null() & ~pl.col("_measured")).height, "not drained"),
+           (rest.filter(pl.col("error").is_not_null()).height, "failed to run")]
+    why = [(n, text) for n, text in why if n]
+    others = (f"the other {fmt(rest.height)} {why[0][1]}: unchecked" if len(why) == 1 else
+              f"the other {fmt(rest.height)}: {', '.join(f'{fmt(n)} {text}' for n, text in why)}; unchecked")
+    twice = int(rest["duplicates"].fill_null(0).sum())
+    others += f"; {plural(twice, 'duplicate')} among them" if twice else ""
+    return f"{said} over {fmt(checked.height)} reconciled {'step' if checked.height == 1 else 'steps'} of " \
+           f"{fmt(steps.height)} ({others})."
+
+
+def slope_rule(steps: pl.DataFrame) -> str:
+    """The slope limit the steps were judged by, in words: max(floor, 1 % of the rate), the floor
+    read from the rows (`slope_limit` where 1 % of the rate is below it), so published rows
+    judged by an earlier floor are described by theirs; the current floor where no row shows one."""
+    floors = set()
+    if steps.height and "slope_limit" in steps.columns:
+        low = steps.filter(pl.col("slope_limit") > SLOPE_SHARE * pl.col("rate") * (1 + 1e-9))
+        floors = {float(f) for f in low["slope_limit"].drop_nulls().unique()}
+    words = [f"max({fmt(f, 0 if f == int(f) else 1)} job{'' if f == 1 else 's'}/s, 1 % of the rate)"
+             for f in sorted(floors or {SLOPE_FLOOR})]
+    return words[0] if len(words) == 1 else f"{' or '.join(words)} (the rows were judged by different floors)"
 
 
 def ceiling(settings: str | None) -> float | None:
@@ -60,7 +121,11 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
     too: the edge is not sharp at this precision) of `over_tried` (the rounds that ran a 1.1 x
     step: since 2026-11-26 only those whose long hold passed, and since 2026-11-27 not those that
     had seen 1.1 x fail already, a search's own last fail or a failed long hold above a lowered
-    bracket: measure._fails_above)."""
+    bracket: measure._fails_above).
+
+    `kept` is the rate quoted as kept up with (_kept): the bracket's lower end where it held the
+    long window in some round or none was tried; where it held in none, the highest pass below
+    every rate whose long hold failed in every round it ran. Rows sort by it."""
     ok = results.filter(pl.col("error").is_null())
     if not ok.height:
         return pl.DataFrame()
@@ -74,7 +139,9 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
         out = pl.DataFrame([r | _confirmation(steps, r, dict(zip(*of(ok, r).select("round", "passed"))))
                             for r in out.iter_rows(named=True)],
                            schema_overrides=out.schema | {"held_rounds": pl.Int64, "over_rounds": pl.Int64,
-                                                          "over_tried": pl.Int64,
+                                                          "over_tried": pl.Int64, "kept": pl.Float64,
+                                                          "kept_s": pl.Float64, "kept_held": pl.Int64,
+                                                          "kept_tried": pl.Int64, "floor_only": pl.Boolean,
                                                           "stalled_steps": pl.Int64, "p99_100ms": pl.Float64,
                                                           "p99_1s": pl.Float64, "steered_from": pl.Float64,
                                                           "failed_above": pl.Float64, "producers_held": pl.String})
@@ -83,10 +150,14 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
                                pl.lit(None, pl.Int64).alias("over_tried"),
                                pl.lit(None, pl.Int64).alias("stalled_steps"), pl.lit(None, pl.Float64).alias("p99_100ms"),
                                pl.lit(None, pl.Float64).alias("p99_1s"), pl.lit(None, pl.Float64).alias("steered_from"),
-                               pl.lit(None, pl.Float64).alias("failed_above"), pl.lit(None, pl.String).alias("producers_held"))
+                               pl.lit(None, pl.Float64).alias("failed_above"), pl.lit(None, pl.String).alias("producers_held"),
+                               pl.col("passed").alias("kept"), pl.lit(None, pl.Float64).alias("kept_s"),
+                               pl.lit(None, pl.Int64).alias("kept_held"), pl.lit(None, pl.Int64).alias("kept_tried"),
+                               pl.lit(False).alias("floor_only"))
     return out.with_columns(
         (pl.col("ceiling").is_not_null() & (pl.col("passed").fill_null(0) >= CEILING_NEAR * pl.col("ceiling")))
-        .alias("at_ceiling")).sort("backend", pl.col("passed").fill_null(0), descending=[False, True])
+        .alias("at_ceiling")).sort("backend", pl.col("kept").fill_null(0), pl.col("passed").fill_null(0),
+                                   descending=[False, True, True])
 
 
 def inside(top: float) -> pl.Expr:
@@ -101,7 +172,7 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
     `tops`: each round's lower end (a round that searched anew has its own; else round 0's)."""
     mine = of(steps, r).filter(pl.col("error").is_null()).sort("round", "step")
     extra: dict[str, Any] = {"held_rounds": None, "over_rounds": None, "over_tried": None, "p99_100ms": None,
-                             "p99_1s": None,
+                             "p99_1s": None, **_kept(mine, r),
                              "steered_from": _steered_from(mine), "failed_above": _failed_above(mine, r),
                              "producers_held": _producers_held(mine, r)}
     # the latency objectives from the passing steps inside the bracket
@@ -136,6 +207,56 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
     if confirmed_rounds:
         extra |= {"held_rounds": held, "over_rounds": over, "over_tried": tried, "rounds": confirmed_rounds}
     return extra
+
+
+def passes_today() -> pl.Expr:
+    """A step that passed, and would pass by the slope limit in force (measure.slope_limit): a
+    backlog whose slope's lower bound is above it grew beyond doubt. Rows judged by a larger floor
+    can hold such passes (a system capped by its settings at 80 jobs/s passing 84 while its
+    backlog grew 4.1 jobs/s); they are no rate kept up with."""
+    today = pl.max_horizontal(pl.lit(SLOPE_FLOOR), SLOPE_SHARE * pl.col("rate"))
+    return (pl.col("verdict") == "pass") & ~(pl.col("slope_lo") > today).fill_null(False)
+
+
+def _long_holds(mine: pl.DataFrame) -> dict[float, tuple[int, int]]:
+    """Per rate that ran a long hold: (rounds whose hold there passed, by today's slope limit;
+    rounds that held it there), a step repeated because it was inconclusive counting by its
+    repeat's verdict."""
+    out: dict[float, tuple[int, int]] = {}
+    holds = mine.filter(pl.col("purpose").is_in(["confirm_long", "repeat"])).sort("round", "step")
+    for _, part in holds.group_by("round", maintain_order=True):
+        last = dict(zip(part["rate"], part.select(passes_today())["verdict"]))
+        for rate in set(part.filter(pl.col("purpose") == "confirm_long")["rate"]):
+            held, tried = out.get(rate, (0, 0))
+            out[rate] = (held + last[rate], tried + 1)
+    return out
+
+
+def _kept(mine: pl.DataFrame, r: dict) -> dict[str, Any]:
+    """The rate quoted as kept up with: the highest that passed a step (passes_today), at or below
+    the bracket's lower end, and below every rate whose long hold failed in every round that held
+    it there. A 15 s pass under a rate that failed every longer window is not a rate kept up with
+    for longer, so a bracket whose lower end held in no round is quoted lower (pgmq's 28,770 -
+    31,647, whose lower end failed its long hold in every round, at 26,612, its highest pass
+    below). Where no long hold ran (no bracket, a producer-bound search) the lower end stands.
+    Also how long the quoted rate's longest pass was (`kept_s`), how many rounds held it, and
+    whether the lower end passed only by an earlier slope floor (`floor_only`)."""
+    top = r["passed"]
+    out = {"kept": None, "kept_s": None, "kept_held": None, "kept_tried": None, "floor_only": False}
+    if not mine.height:  # results without their steps: the bracket as the search left it
+        return out | {"kept": top}
+    holds = _long_holds(mine)
+    never = min((rate for rate, (held, _) in holds.items() if not held), default=math.inf)
+    passes = mine.filter(passes_today() & (pl.col("purpose") != "pickup"))
+    at_top = mine.filter((pl.col("verdict") == "pass") & (pl.col("rate") == top))
+    out["floor_only"] = bool(at_top.height) and not at_top.filter(passes_today()).height
+    below = passes.filter(inside(top) & (pl.col("rate") < never * (1 - 1e-9))) if top is not None else passes.clear()
+    if not below.height:
+        return out
+    kept = float(below["rate"].max())
+    held, tried = holds.get(kept, (None, None))
+    return out | {"kept": kept, "kept_s": below.filter(pl.col("rate") == kept)["window_s"].max(),
+                  "kept_held": held, "kept_tried": tried}
 
 
 def _steered_from(mine: pl.DataFrame) -> float | None:
@@ -220,9 +341,36 @@ def hold_note(r: dict, *more: str) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def never_held(rows: list[dict]) -> list[str]:
-    """The systems among `rows` whose lower end held the longer window in no round."""
-    return [r["system"] for r in rows if r.get("held_rounds") == 0 and r.get("rounds")]
+def below_bracket(r: dict) -> bool:
+    """Whether the rate quoted as kept up with lies below the bracket's lower end (which then held
+    the long window in no round, _kept)."""
+    if r["passed"] is None or "kept" not in r:  # a row from before brackets() quoted a rate: its bracket
+        return False
+    return r["kept"] is None or not math.isclose(r["kept"], r["passed"])
+
+
+def kept_text(r: dict, unit: str = "", *more: str) -> str:
+    """What a system kept up with, as the report quotes it: its bracket (and how many rounds its
+    lower end held) where that lower end held the long window in some round or none was tried;
+    else the rate quoted below it and why: "26,612 (a 15 s pass; 28,770 – 31,647 held in no
+    round)". `more` notes join the parentheses."""
+    if not below_bracket(r):
+        return bracket_text(r, unit) + hold_note(r, *more)
+    bracket = f"{fmt(r['passed'])} – {fmt(r['failed'])}" if r["failed"] else f"≥ {fmt(r['passed'])}"
+    if r.get("kept") is None:
+        return f"none held ({'; '.join([f'{bracket}{unit} {_why_below(r)}', *(m for m in more if m)])})"
+    if r.get("kept_held"):
+        how = f"held in {r['kept_held']} of {r['kept_tried']} rounds"
+    else:
+        how = f"a {r['kept_s']:.0f} s pass" if r.get("kept_s") else "a pass, not held longer"
+    notes = [how, f"{bracket} {_why_below(r)}", *(m for m in more if m)]
+    return f"{fmt(r['kept'])}{unit} ({'; '.join(notes)})"
+
+
+def _why_below(r: dict) -> str:
+    """Why a bracket is quoted below its lower end: it held the long window in no round, or it
+    passed only by an earlier slope floor (passes_today)."""
+    return "passed only under an earlier slope floor" if r.get("floor_only") else "held in no round"
 
 
 def _count(r: dict, key: str, of: str = "rounds") -> str:
@@ -233,8 +381,11 @@ def _count(r: dict, key: str, of: str = "rounds") -> str:
 
 
 def _pickup(ms: float | None) -> str:
-    """A worker can run a job before its enqueue call has returned (the acknowledgement is read
-    after the commit's round trip), so a median pickup can come out below zero: "< 0.1"."""
+    """The pickup median as measured. Rows that measured it from the enqueue call's
+    acknowledgement can hold a negative one (a worker ran the job before the call returned);
+    it is said as that, never as a small positive time."""
+    if ms is not None and ms < 0:
+        return "< 0 (ran before its enqueue call returned)"
     return "< 0.1" if ms is not None and ms < 0.05 else fmt(ms, 1)
 
 
@@ -245,16 +396,18 @@ def _round_spread(r: dict) -> str:
 
 def table(b: pl.DataFrame) -> Table:
     """One row per bracket; where rounds searched anew (the full profile) and their lower ends
-    differ, a column gives their range beside round 0's bracket."""
+    differ, a column gives their range beside round 0's bracket. Beside the bracket, the rate
+    quoted as kept up with (_kept): below the bracket where its lower end held in no round."""
     rows = []
     searched = "passed_lo" in b.columns and any(
         lo is not None and not math.isclose(lo, hi) for lo, hi in zip(b["passed_lo"], b["passed_hi"]))
     for r in b.iter_rows(named=True):
         rows.append({
             "backend": r["backend"], "system": r["system"], "consumers": fmt(r["consumers"]),
-            "batch": fmt(r["batch"]), "kept up with, jobs/s [pass – fail]": bracket_text(r),
+            "batch": fmt(r["batch"]), "bracket, jobs/s [pass – fail]": bracket_text(r),
             **({"lower end, each round": _round_spread(r)} if searched else {}),
             "long hold passed": _count(r, "held_rounds"),
+            "kept up with, jobs/s": fmt(r["kept"]) + (" (below the bracket)" if below_bracket(r) else ""),
             "1.1× passed too": _count(r, "over_rounds", "over_tried"),
             "p99 ≤ 100 ms": fmt(r["p99_100ms"]), "p99 ≤ 1 s": fmt(r["p99_1s"]),
             "pickup p50 ms": _pickup(r["pickup_p50_ms"]),
@@ -264,17 +417,19 @@ def table(b: pl.DataFrame) -> Table:
 
 
 def costs(steps: pl.DataFrame, b: pl.DataFrame) -> Table:
-    """Per system, at its highest passing rate inside the bracket: what a job costs the client and
-    the server. A 1.1 x that passed lies above the bracket and is left out, as for the latency
+    """Per system, at the rate quoted as kept up with (its highest passing rate inside the bracket,
+    below it where the bracket's lower end held in no round: _kept): what a job costs the client
+    and the server. A 1.1 x that passed lies above the bracket and is left out, as for the latency
     objectives (the table quoted skip_locked's cost at 34,520 jobs/s beside a bracket of
     31,382 - 34,222). The client's CPU is every client-side process's: the harness's, the producer
     process and a worker library's own (measure._ApartCpu)."""
     rows, steps = [], judged(steps)
     for r in b.iter_rows(named=True):
-        if r["passed"] is None:
+        top = r["kept"] if r.get("kept") is not None else r["passed"]
+        if top is None:
             continue
         at = of(steps, r).filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup")
-                                 & inside(r["passed"])).sort("rate").tail(1)
+                                 & inside(top)).sort("rate").tail(1)
         if not at.height:
             continue
         s = at.row(0, named=True)
@@ -310,14 +465,17 @@ def wait_mix(steps: pl.DataFrame, b: pl.DataFrame, top: int = 4) -> Table:
     return Table(rows)
 
 
+def _name(r: dict) -> str:
+    """A system as the summary table names it: our SQLite design on SQLite and on Turso is
+    "sqlite (SQLite)" and "sqlite (Turso)"; on PostgreSQL the system alone."""
+    return r["system"] if r["backend"] == "postgres" else f"{r['system']} ({BACKENDS.get(r['backend'], r['backend'])})"
+
+
 def sentences(b: pl.DataFrame) -> list[str]:
     """What the table shows, each fact said once for every system it holds for (the numbers per
     system are the table's): which brackets held the long window, where the edge is not sharp,
     which are a ceiling of the system's settings or of our producers, who passed nothing."""
-    def name(r: dict) -> str:
-        # our SQLite design on SQLite and on Turso: "sqlite (Turso)", as the summary table names it
-        return r["system"] if r["backend"] == "postgres" else f"{r['system']} ({BACKENDS.get(r['backend'], r['backend'])})"
-
+    name = _name
     rows = list(b.iter_rows(named=True))
     out = []
     none = [f"{name(r)} (down to {fmt(r['failed'])} jobs/s)" for r in rows
@@ -328,11 +486,15 @@ def sentences(b: pl.DataFrame) -> list[str]:
     groups = {"every round": [r for r in assessed if r["held_rounds"] == r["rounds"]],
               "some rounds": [r for r in assessed if 0 < r["held_rounds"] < r["rounds"]],
               "no round": [r for r in assessed if r["held_rounds"] == 0]}
-    said = [f"in {when} for {', '.join(name(r) for r in group)}" for when, group in groups.items() if group]
+    said = [f"in {when} for {', '.join(name(r) for r in group)}" for when, group in groups.items()
+            if group and when != "no round"]
     if said:
-        out.append("The lower end of the bracket held the long window " + "; ".join(said)
-                   + (": for the last, the 15 s bracket is more than they were shown to keep up with for longer"
-                      if groups["no round"] else "") + ".")
+        out.append("The lower end of the bracket held the long window " + "; ".join(said) + ".")
+    if groups["no round"]:
+        quoted = ", ".join(f"{name(r)} {fmt(r['kept']) if r.get('kept') is not None else 'none'}"
+                           for r in groups["no round"])
+        out.append(f"It held in no round for {', '.join(name(r) for r in groups['no round'])}, so each is quoted "
+                   f"at its highest pass below every rate that failed its long hold: {quoted} jobs/s.")
     stalled = [f"{name(r)} ({plural(r['stalled_steps'], 'step')})" for r in rows if r.get("stalled_steps")]
     if stalled:
         out.append(f"**Stalls**: in some windows no job was handled at all while the producers kept sending: "
@@ -350,6 +512,11 @@ def sentences(b: pl.DataFrame) -> list[str]:
         out.append(f"**Lowered one step** after the search's lower end failed the first round's long hold: "
                    f"{', '.join(lowered)} jobs/s. Their bracket's upper end is that rate, failed over the longer "
                    "window; the later rounds' long holds tested the lower end.")
+    floor = [f"{name(r)} at {fmt(r['passed'])}" for r in rows if r.get("floor_only")]
+    if floor:
+        out.append(f"**Passed only under an earlier slope floor**: {', '.join(floor)} jobs/s, whose backlog grew "
+                   f"beyond doubt faster than today's limit, max({fmt(SLOPE_FLOOR)} job/s, 1 % of the rate); each is "
+                   "quoted at its highest pass below.")
     fuzzy = [name(r) for r in assessed if r["over_rounds"]]
     if fuzzy:
         out.append(f"1.1× the lower end passed too in at least one round for {', '.join(fuzzy)}: their edge is "
@@ -393,12 +560,14 @@ def sentences(b: pl.DataFrame) -> list[str]:
 
 
 def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
+    """The three highest rates kept up with, each as the report quotes it (kept_text): a bracket
+    whose lower end held the long window in no round is not the answer."""
     if not b.height:
         return []
-    best = b.filter(pl.col("passed").is_not_null()).head(3)
-    tops = "; ".join(f"{r['system']} ({r['backend']}) {bracket_text(r)}{hold_note(r)}" for r in best.iter_rows(named=True))
+    best = b.filter(pl.col("kept").is_not_null()).head(3)
+    tops = "; ".join(f"{_name(r)} {kept_text(r)}" for r in best.iter_rows(named=True))
     return [{"question": "How many jobs/s does each system keep up with?",
-             "answer": f"Highest rates kept up with: {tops or 'none measured'}",
+             "answer": f"Highest rates kept up with (jobs/s): {tops or 'none measured'}",
              "evidence": "capacity study: bracket search, slope interval, counted by seq"}]
 
 
@@ -423,13 +592,13 @@ def limit_beside(b: pl.DataFrame, results: pl.DataFrame | None, drain: pl.DataFr
         jobs_s, backlog = limit["pgbench_jobs_s"], limit["pgbench_backlog"]
         spread = "" if limit.height == 1 else (f"median of {limit.height} rounds, {fmt(jobs_s.min())} – "
                                                f"{fmt(jobs_s.max())}; ")
-        said.append(f"beside {r['system']}'s {bracket_text(r, ' jobs/s')}{hold_note(r)} kept up with, pgbench drained "
+        said.append(f"{r['system']} kept up with {kept_text(r, ' jobs/s')}; pgbench drained "
                     f"{fmt(jobs_s.median())} jobs/s ({spread}a backlog of {fmt(backlog.max())} jobs, "
-                    f"{r['consumers']} clients at batch {r['batch']})")
+                    f"{r['consumers']} clients at batch {r['batch']}).")
     if said:
-        return ("pgbench, running each design's very dequeue and ack on the same server after each round: "
-                + "; ".join(said) + ". That is the server's limit for the SQL with no Python client in the way and "
-                "no producer beside it.")
+        return " ".join(["pgbench ran each design's very dequeue and ack on the same server after each round.", *said,
+                         "That is the server's limit for the SQL with no Python client in the way and no producer "
+                         "beside it."])
     return _drain_limit_beside(b, drain)
 
 
@@ -446,7 +615,7 @@ def _drain_limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | No
                          & ~pl.col("warmup"))["pgbench_jobs_s"].drop_nulls()
     if not limit.len():
         return None
-    return (f"Beside {REFERENCE}'s {bracket_text(r, ' jobs/s')}{hold_note(r)} kept up with: pgbench, running its very "
+    return (f"Beside {REFERENCE}'s {kept_text(r, ' jobs/s')} kept up with: pgbench, running its very "
             f"statements with {r['consumers']} clients at batch {r['batch']} in the drain study (another server, "
             f"perhaps another machine: see the appendix), drained a backlog at {fmt(limit.mean())} jobs/s "
             f"({plural(limit.len(), 'run')}): the server's limit for that SQL with no Python client in the way and no "
@@ -478,14 +647,15 @@ def time_spent(steps: pl.DataFrame, minutes: dict[str, float]) -> list[str]:
 
 
 def steps_table(steps: pl.DataFrame) -> Table:
-    """Every step: rate, verdict and why, the backlog's slope interval, latency and cost."""
+    """Every step: rate, verdict and why, the backlog's slope interval, latency and cost, and its
+    lost count where it was reconciled ("unchecked" where it was not)."""
     rows = []
-    for r in steps.sort("backend", "system", "consumers", "round", "step").iter_rows(named=True):
+    for r in with_reconciled(steps).sort("backend", "system", "consumers", "round", "step").iter_rows(named=True):
         rows.append({"system": r["system"], "C": fmt(r["consumers"]), "round": fmt(r["round"]), "step": fmt(r["step"]),
                      "purpose": r["purpose"], "offered/s": fmt(r["rate"]), "achieved/s": fmt(r["achieved"]),
                      "slope interval": "–" if r["slope_lo"] is None else f"{r['slope_lo']:,.1f} … {r['slope_hi']:,.1f}",
                      "max backlog": fmt(r["backlog_max"]), "verdict": r["verdict"] or "–",
                      "e2e p50 / p99 ms": f"{fmt(r['e2e_p50_ms'], 1)} / {fmt(r['e2e_p99_ms'], 1)}",
                      "enqueue p99 ms": fmt(r.get("enqueue_p99_ms"), 1),
-                     "lost": fmt(r["lost"]), "why": r["reason"] or ""})
+                     "lost": fmt(r["lost"]) if r["reconciled"] else "unchecked", "why": r["reason"] or ""})
     return Table(rows)

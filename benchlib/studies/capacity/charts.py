@@ -26,9 +26,9 @@ def _batch_named(head: pl.Expr) -> pl.Expr:
 
 
 def _bracket(r: dict) -> str:
-    """The bracket in words as the tables write it, with its long-hold count and ceiling."""
-    return analysis.bracket_text(r, " jobs/s") + analysis.hold_note(
-        r, "at its settings' ceiling" if r.get("at_ceiling") else "")
+    """What the system kept up with in words as the tables write it (its bracket with its
+    long-hold count, or the rate quoted below a bracket that held in no round) and its ceiling."""
+    return analysis.kept_text(r, " jobs/s", "at its settings' ceiling" if r.get("at_ceiling") else "")
 
 
 def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:

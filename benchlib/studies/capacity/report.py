@@ -17,12 +17,14 @@ TITLE = "Capacity: the rate each system keeps up with"
 
 
 def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's capacity column: the bracket of round 0, its settings' ceiling marked."""
+    """The front page's capacity column: what each system kept up with as the report quotes it
+    (round 0's bracket, or the rate below it where its lower end held in no round), its
+    settings' ceiling marked."""
     b = analysis.brackets(tables["results"], tables.get("steps"))
     out = {}
     for r in b.iter_rows(named=True):
         name = row_name(r["backend"], r["system"])
-        text = analysis.bracket_text(r) + analysis.hold_note(r, "its settings' ceiling" if r["at_ceiling"] else "")
+        text = analysis.kept_text(r, "", "its settings' ceiling" if r["at_ceiling"] else "")
         out[name] = {f"kept up with, jobs/s (C={r['consumers']})": text}
     return out
 
@@ -33,40 +35,60 @@ def _confirm_factor(manifests: list[dict]) -> float:
 
 
 def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the capacity study says to someone choosing, from its brackets."""
+    """What the capacity study says to someone choosing: the rates kept up with as the report
+    quotes them (analysis.kept_text: a bracket whose lower end held in no round is quoted below
+    it), ceilings of a system's own settings, latency objectives."""
     from benchlib.tables import fmt
 
     b = analysis.brackets(tables["results"], tables.get("steps")).filter(pl.col("backend") == "postgres")
     if not b.height:
         return []
-    ranked = b.filter(pl.col("passed").is_not_null()).sort("passed", descending=True)
+    ranked = b.filter(pl.col("kept").is_not_null()).sort("kept", descending=True)
     lines = []
     if ranked.height:
-        top = list(ranked.head(3).iter_rows(named=True))
-        line = ("**For the highest rate kept up with on one PostgreSQL**: " + "; ".join(
-            f"{r['system']} {analysis.bracket_text(r, ' jobs/s')}" for r in top)
-            + f", at {ranked['consumers'][0]} consumers (capacity study)")
-        if unheld := analysis.never_held(top):
-            rates, they = ("that rate", "it keeps") if len(unheld) == 1 else ("those rates", "they keep")
-            line += (f"; but {', '.join(unheld)} did not hold {rates} {_confirm_factor(manifests):g}× longer in any "
-                     f"round, nor 1/1.1 of it in the first: what {they} up with for longer lies lower, "
-                     "and was not searched")
-        if steered := [r["system"] for r in top if r.get("steered_from")]:
-            line += (f"; {', '.join(steered)}: searched below a first-step fail that a later step passed, "
-                     "so that bracket may be low")
-        lines.append(line + ".")
+        lines.append(_highest(list(ranked.head(3).iter_rows(named=True)), _confirm_factor(manifests)))
     capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
     if capped:
         fast = {r["system"]: r for r in b.iter_rows(named=True)}
-        lines.append("**Tune the polling before judging** " + ", ".join(
-            f"{r['system']} (capped by its own settings at {fmt(r['ceiling'])} jobs/s"
-            + (f"; {fmt(fast[r['system'] + '-fast']['passed'])} at its documented fast setting)"
-               if fast.get(r["system"] + "-fast", {}).get("passed") else ")") for r in capped) + ".")
+        lines.append("**Tune the polling before judging**: their own settings cap " + ", ".join(
+            f"{r['system']} at {fmt(r['ceiling'])} jobs/s"
+            + (f" ({fmt(fast[r['system'] + '-fast']['kept'])} at its documented fast setting)"
+               if fast.get(r["system"] + "-fast", {}).get("kept") else "") for r in capped) + ".")
     quick = ranked.filter(pl.col("p99_100ms").is_not_null())
     if quick.height:
         lines.append("**For p99 under 100 ms**: " + ", ".join(
             f"{r['system']} up to {fmt(r['p99_100ms'])} jobs/s" for r in quick.head(4).iter_rows(named=True)) + ".")
     return lines
+
+
+def _highest(top: list[dict], factor: float) -> str:
+    """The highest rates kept up with, one short sentence each for what qualifies them: lower ends
+    that held the long window in some rounds only, brackets quoted below because theirs held in
+    none, searches steered low by a first-step fail."""
+    from benchlib.tables import fmt
+
+    said = ["**For the highest rate kept up with on one PostgreSQL** (jobs/s, "
+            f"{top[0]['consumers']} consumers, capacity study): " + "; ".join(
+                f"{r['system']} {fmt(r['kept']) if analysis.below_bracket(r) else analysis.bracket_text(r)}"
+                for r in top) + "."]
+    some = [r for r in top if not analysis.below_bracket(r) and r.get("rounds")
+            and r.get("held_rounds") is not None and r["held_rounds"] < r["rounds"]]
+    if some:
+        said.append(f"Held {factor:g}× longer in " + ", ".join(
+            f"{r['held_rounds']} of {r['rounds']} rounds for {r['system']}" for r in some) + ".")
+    below = [r for r in top if analysis.below_bracket(r)]
+    if len(below) == 1:
+        r = below[0]
+        said.append(f"{r['system']}'s bracket, {analysis.bracket_text(r)}, held {factor:g}× longer in no round, so "
+                    f"it is quoted at its highest pass below" + (f" (a {r['kept_s']:.0f} s window)." if r.get("kept_s")
+                                                                  and not r.get("kept_held") else "."))
+    elif below:
+        said.append("The brackets of " + ", ".join(f"{r['system']} ({analysis.bracket_text(r)})" for r in below)
+                    + f" held {factor:g}× longer in no round, so each is quoted at its highest pass below.")
+    if steered := [r["system"] for r in top if r.get("steered_from")]:
+        said.append(f"{', '.join(steered)}: searched below a first-step fail that a later step passed, so that "
+                    "bracket may be low.")
+    return " ".join(said)
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -85,18 +107,24 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "headline": analysis.headline(b),
         "steps": steps.height,
         "warmups": steps.height - analysis.judged(steps).height,
-        "lost": int(steps["lost"].fill_null(0).sum()),
-        "duplicates": int(steps["duplicates"].fill_null(0).sum()),
+        "accounting": analysis.accounting(steps, _drain_timeout(manifests)),
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
         "precision": params.get("precision"), "naptime_s": params.get("naptime_s"),
+        "slope_rule": analysis.slope_rule(steps),
         "looked_ended": analysis.looked_ended(steps),
         "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
         "repeat": params.get("repeat", "confirmation"),
         "time": analysis.time_spent(steps, _minutes(manifests)),
         **_producers_run(manifests),
     }
+
+
+def _drain_timeout(manifests: list[dict]) -> float | None:
+    """The runs' drain deadline after each step (s), where they share one."""
+    found = {m.get("params", {}).get("drain_timeout_s") for m in manifests}
+    return found.pop() if len(found) == 1 else None
 
 
 def _producers_run(manifests: list[dict]) -> dict[str, list[str]]:

@@ -187,6 +187,9 @@ def pin(files: Sequence[str], same: bool) -> list[str]:
             if set(files) & (set(set_name.split()) | set(lock["shared"])):
                 del lock["sets"][set_name]
                 changed.append(set_name)
+    named = set(lock["shared"]) | {f for set_name in lock["sets"] for f in set_name.split()}
+    for rel in [r for r in lock["digests"] if r not in named]:  # a file no cell measures with any more
+        del lock["digests"][rel]
     LOCK.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     return changed
 

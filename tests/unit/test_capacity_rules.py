@@ -337,7 +337,7 @@ async def test_a_long_hold_whose_backlog_grows_beyond_doubt_ends_at_its_first_lo
     early = await m._hold_window(grows, plan, start, looks_from=2)
     feed.cancel()
     assert early is not None and early.second == 2 and "lower bound" in early.reason
-    assert early.reason.startswith(analysis.LOOKED)  # the report counts such holds by it
+    assert early.kind == "look"  # the report counts such holds by the row's code (ended_early)
     assert (now_ns() - start) / 1e9 < 3.0
     outcome, reason = verdict(100.0, 100, (0.0, -1.0, 1.0), 80, None, None, early)
     assert outcome == "fail" and reason == early.reason
@@ -985,3 +985,19 @@ def test_a_producer_bound_search_says_whose_limit_it_hit(busy, cpu_us, said):
     assert analysis.producers_held(short) == said
     with_consumers = short | {"enqueue_busy_share": None, "producer_cpu_us_per_job": None}
     assert analysis.producers_held(with_consumers) is None  # SQLite's producers: no such record
+
+
+def test_the_words_the_report_says_of_a_step_are_not_in_any_cell_s_key():
+    """capacity/wording.py was keyed because measure wrote its words into rows: a rewording
+    re-measured the study. Rows carry numbers and codes; the report words them."""
+    from benchlib.studies.capacity import analysis, wording
+    from benchlib.studies.capacity import measure as m
+
+    p = m.Params(systems=["skip_locked", "procrastinate"], drain_profile=None)
+    assert all(wording.__file__ not in cell.code for cell in m.cells(p))
+    step = {"verdict": "producer-bound", "reason": "the producers sent 90 of 100 jobs/s (enqueue calls p50 9.0 ms, "
+            "p99 20.0 ms, 900 calls)", "enqueue_busy_share": 0.95, "producer_cpu_us_per_job": 100.0, "achieved": 90.0}
+    assert analysis._why(step).endswith("; " + wording.producers_held(step))
+    assert analysis._why({**step, "reason": analysis._why(step)}) == analysis._why(step)  # older rows: said once
+    looked = pl.DataFrame({"reason": ["the hold ended at second 9: ...", None], "ended_early": ["look", None]})
+    assert analysis.looked_ended(looked) == 1

@@ -80,3 +80,14 @@ def test_pinning_keeps_the_version_or_re_keys_as_the_developer_says(package, sam
         assert "unused.py" not in " ".join(keys._lock()["sets"])  # a set nobody uses now is not kept pinned
         assert _version(package) == keys.content_version(keys.shared_files() + keys.module_files(
             [package / m for m in DRAIN_CELL]))
+
+
+def test_a_file_no_cell_measures_with_any_more_is_no_longer_pinned(package):
+    """capacity/wording.py left the capacity cells' files (the report words the rows): its pin
+    would have made every rewording fail test_every_measuring_file_is_pinned_as_it_is."""
+    lock = keys._lock()
+    lock["digests"]["studies/capacity/wording.py"] = "0123456789abcdef"
+    keys.LOCK.write_text(json.dumps(lock))
+    keys.pin(["provision/local_cluster.py"], same=True)
+    assert "studies/capacity/wording.py" not in keys._lock()["digests"]
+    assert keys.moved() == []

@@ -13,7 +13,8 @@ import polars as pl
 
 from benchlib.charts import BACKENDS
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
-from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
+from benchlib.studies.capacity.measure import WARMUP
+from benchlib.studies.capacity.wording import LOOKED, producers_held
 from benchlib.tables import Table, fmt, plural
 
 CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
@@ -309,7 +310,11 @@ def _producers_held(mine: pl.DataFrame, r: dict) -> str | None:
 
 def looked_ended(steps: pl.DataFrame) -> int:
     """Long holds that ended at a look at their slope, failed (measure._hold_window)."""
-    return int(steps["reason"].str.starts_with(LOOKED).sum()) if steps.height else 0
+    if not steps.height:
+        return 0
+    if "ended_early" in steps.columns and steps["ended_early"].is_not_null().any():
+        return int((steps["ended_early"] == "look").sum())
+    return int(steps["reason"].str.starts_with(LOOKED).sum())  # rows from before `ended_early`
 
 
 def bracket_text(r: dict, unit: str = "") -> str:
@@ -646,6 +651,14 @@ def time_spent(steps: pl.DataFrame, minutes: dict[str, float]) -> list[str]:
     return lines
 
 
+def _why(r: dict) -> str:
+    """A step's reason as measured, with whose limit a producer-bound step hit, in the report's
+    words (rows carry the numbers; rows from before 2026-11-28 carry the words already)."""
+    reason = r["reason"] or ""
+    held = producers_held(r) if r["verdict"] == "producer-bound" else None
+    return f"{reason}; {held}" if held and held not in reason else reason
+
+
 def steps_table(steps: pl.DataFrame) -> Table:
     """Every step: rate, verdict and why, the backlog's slope interval, latency and cost, and its
     lost count where it was reconciled ("unchecked" where it was not)."""
@@ -657,5 +670,5 @@ def steps_table(steps: pl.DataFrame) -> Table:
                      "max backlog": fmt(r["backlog_max"]), "verdict": r["verdict"] or "–",
                      "e2e p50 / p99 ms": f"{fmt(r['e2e_p50_ms'], 1)} / {fmt(r['e2e_p99_ms'], 1)}",
                      "enqueue p99 ms": fmt(r.get("enqueue_p99_ms"), 1),
-                     "lost": fmt(r["lost"]) if r["reconciled"] else "unchecked", "why": r["reason"] or ""})
+                     "lost": fmt(r["lost"]) if r["reconciled"] else "unchecked", "why": _why(r)})
     return Table(rows)

@@ -83,8 +83,6 @@ from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.queues.base import run_sql
 from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.capacity import wording
-from benchlib.studies.capacity.wording import LOOKED, WARMUP, producers_held
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.ledger import NONE, Ledger, Reconciled
@@ -95,6 +93,7 @@ REPEAT = ("confirmation", "search")  # Params.repeat: what each round after the 
 PRODUCERS_RUN = ("apart", "with_consumers")  # Params.producers_run: a process of their own, or the consumers'
 
 AXES = ("systems", "consumers")
+WARMUP = "warmup"  # the purpose of the run's discarded first step (measure, attempt)
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
 PASS_ACHIEVED = 0.99
 SLOPE_SHARE, SLOPE_FLOOR = 0.01, 1.0
@@ -218,6 +217,8 @@ STEPS: Schema = {
     "backlog_limit": (pl.Float64, "2 s x rate"),
     "verdict": (pl.String, "pass | fail | inconclusive | producer-bound"),
     "reason": (pl.String, "why it did not pass (null when it did)"),
+    "ended_early": (pl.String, "backlog (its live backlog passed its limit) | look (a long hold's backlog grew beyond "
+                               "doubt at a look): the window ended before its time (null: it ran whole)"),
     "e2e_p50_ms": (pl.Float64, "intended instant -> handled, exact over every job of the window"),
     "e2e_p99_ms": (pl.Float64, ""),
     "e2e_max_ms": (pl.Float64, ""),
@@ -305,6 +306,7 @@ class EarlyEnd:
 
     second: int
     reason: str
+    kind: str = "backlog"  # backlog (past its limit) | look (a long hold's backlog grew beyond doubt)
 
 
 def verdict(rate: float, achieved: float, slope: tuple[float, float, float], backlog_max: int, lost: int | None,
@@ -533,9 +535,9 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
            **_judge(rec, plan, window_start, window_end, early, out, costs, before, after, waits, drained,
                     handled_in_window),
            **_enqueue_calls(producer.call_ns if apart else None, p.producers * produced_s)}
-    if row["verdict"] == "producer-bound" and row["enqueue_p99_ms"] is not None:  # whose limit it was
+    if row["verdict"] == "producer-bound" and row["enqueue_p99_ms"] is not None:  # whose limit: the report says
         row["reason"] += (f" (enqueue calls p50 {row['enqueue_p50_ms']:,.1f} ms, p99 {row['enqueue_p99_ms']:,.1f} ms, "
-                          f"{len(producer.call_ns):,} calls; {producers_held(row)})")
+                          f"{len(producer.call_ns):,} calls)")
     return row
 
 
@@ -643,14 +645,14 @@ async def _hold_window(ledger: Ledger, plan: StepPlan, window_start: int,
         readings.append(live := ledger.acknowledged - ledger.distinct)
         if second >= EARLY_END_S and live > limit:
             return EarlyEnd(second, f"the window ended at second {second}: its live backlog passed {OVERFLOW:g} x "
-                                    f"{BACKLOG_S:g} s of production")
+                                    f"{BACKLOG_S:g} s of production", "backlog")
         if looks and looks_from <= second < plan.seconds:
             level = 1 - 2 * LOOKS_ALPHA / looks
             slope, lo, _ = slope_interval(np.array(readings), level)
             if lo > limit_slope:
-                return EarlyEnd(second, f"{LOOKED} {second}: its live backlog grew {slope:,.1f} "
+                return EarlyEnd(second, f"the hold ended at second {second}: its live backlog grew {slope:,.1f} "
                                         f"jobs/s, {level:.2%} lower bound {lo:,.1f} over the limit "
-                                        f"{limit_slope:,.1f}")
+                                        f"{limit_slope:,.1f}", "look")
     return None
 
 
@@ -722,7 +724,7 @@ def _judge(rec: Reconciled, plan: StepPlan, window_start: int, window_end: int, 
         "slope": slope[0], "slope_lo": slope[1], "slope_hi": slope[2],
         "slope_limit": slope_limit(plan.rate),
         "backlog_max": int(backlog_series.max()), "backlog_limit": BACKLOG_S * plan.rate,
-        "verdict": outcome, "reason": reason,
+        "verdict": outcome, "reason": reason, "ended_early": early.kind if early is not None else None,
         "e2e_p50_ms": e2e["e2e_p50_ms"], "e2e_p99_ms": e2e["e2e_p99_ms"], "e2e_max_ms": e2e["e2e_max_ms"],
         "pickup_p50_ms": pick["pickup_p50_ms"], "pickup_p99_ms": pick["pickup_p99_ms"],
         "enqueued": rec.enqueued, "reconciled": drained, "lost": lost, "duplicates": rec.duplicates,
@@ -755,7 +757,8 @@ def drain_reference(p: Params) -> dict[tuple[str, int], tuple[int, float]]:
             continue
         if df is None or not measured(df).height:
             continue
-        means = measured(df).group_by("consumers", "batch_size").agg(pl.col("throughput_jobs_s").mean())
+        grid = measured(df).filter(pl.col("axis").fill_null("grid") == "grid") if "axis" in df.columns else measured(df)
+        means = grid.group_by("consumers", "batch_size").agg(pl.col("throughput_jobs_s").mean())  # not the depth axis
         for c in p.consumers:
             mine = means.filter(pl.col("consumers") == c).sort("throughput_jobs_s", descending=True)
             if mine.height:
@@ -997,7 +1000,7 @@ def cells(p: Params) -> list[Cell]:
             after = () if searching else (order.index((s, c, b)),)
             limit = (pgbench.__file__,) if with_limit(p, s) else ()
             out.append(Cell({"system": s, "consumers": c, "round": rnd, **plans[(s, c, b)]},
-                            (__file__, wording.__file__, *limit, *queues.code_files(s)),
+                            (__file__, *limit, *queues.code_files(s)),
                             steps=steps + bool(limit), after=after))
     return out
 

@@ -1,15 +1,11 @@
-"""The words a capacity step's row is written with and the report reads back.
+"""The words the report says of a capacity step, from the numbers its row carries.
 
-Why a module of its own: the measuring code writes them into published rows (a step's purpose, the
-reason a long hold ended at a look, a producer-bound step's producers), and the report counts and
-quotes them (analysis.py). Here they are part of every capacity cell's key (measure.cells lists this
-file), so a change of wording re-measures instead of leaving rows the report would no longer read
-right; analysis.py, which the report alone uses, can change freely.
+Rows carry numbers and codes (a step's `purpose`, `ended_early`); the words are the report's,
+so rewording them re-measures nothing (no cell's key holds this file).
 """
 from __future__ import annotations
 
-WARMUP = "warmup"  # the purpose of the run's discarded first step (measure.measure, attempt)
-LOOKED = "the hold ended at second"  # how a hold ended at a look has its reason begin (measure._hold_window)
+LOOKED = "the hold ended at second"  # how a reason began where a hold ended at a look (rows before `ended_early`)
 
 BUSY = 0.9  # a producer-bound step: the producers inside enqueue calls, or their process on a core, this much
 PRODUCERS_LIMIT = {"enqueue": "the system's enqueue set the pace", "process": "the producer process set the pace",

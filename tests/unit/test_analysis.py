@@ -266,6 +266,12 @@ def test_no_ratio_between_cells_of_different_backlogs():
     assert by["postgres/pgqrs"]["unequal_backlogs"] and not by["postgres/skip_locked"]["unequal_backlogs"]
     text = " ".join(drain.findings(summary, None)) + str(drain.headline(summary))
     assert "pgqrs (" not in text and "pgqrs:" not in text and "pgqrs 25" not in text
+    # nor a scaling curve through them, nor a ratio beside pgqrs's published ones
+    samples = frame(rows + _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25), SAMPLES)
+    assert {x["system"] for x in drain.scaling_fits(samples)} == {"postgres/skip_locked"}
+    published = {"throughput": {"postgres": {"c1_b1": 1.0, "c1_b50": 10.0, "c4_b1": 2.0, "c4_b50": 20.0}}}
+    versus, _ = drain.versus_published(summary, published, {"postgres": "skip_locked"})
+    assert {r["pgqrs here"] for r in versus.rows} == {"–"} and "–" not in {r["our design here"] for r in versus.rows}
 
 
 def _depth_rows(queue: str, power: float) -> list[dict]:

@@ -293,10 +293,9 @@ RATIOS = {
 }
 
 
-def _ours(summary: pl.DataFrame, backend: str, queue: str, cell: tuple[int, int]) -> float | None:
-    hit = summary.filter((pl.col("backend") == backend) & (pl.col("queue") == queue)
-                         & (pl.col("consumers") == cell[0]) & (pl.col("batch_size") == cell[1]))
-    return hit["throughput_mean"][0] if hit.height else None
+def _ours(summary: pl.DataFrame, backend: str, queue: str, cell: tuple[int, int]) -> tuple[float | None, int | None]:
+    """(mean jobs/s, backlog) of one of our cells."""
+    return _cell(summary.filter((pl.col("backend") == backend) & (pl.col("queue") == queue)), *cell)
 
 
 def lever(r: float) -> str:
@@ -327,9 +326,8 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
             row = {"backend": backend, "ratio": name, "pgqrs published": ratio(theirs),
                    "our design": reference.get(backend) or "–"}
             for label, queue in (("pgqrs here", "pgqrs"), ("our design here", reference.get(backend))):
-                num = _ours(summary, backend, queue, num_cell) if queue else None
-                den = _ours(summary, backend, queue, den_cell) if queue else None
-                value = num / den if num and den else None
+                value = _ratio(_ours(summary, backend, queue, num_cell), _ours(summary, backend, queue, den_cell)) \
+                    if queue else None
                 row[label] = f"{ratio(value)} {_agreement(theirs, value)}" if value else "–"
             rows.append(row)
     missing, failed = [], []
@@ -337,7 +335,7 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
         ran = summary.filter((pl.col("backend") == backend) & (pl.col("queue") == "pgqrs")).height > 0
         if not ran:
             missing.append(backend)
-        elif _ours(summary, backend, "pgqrs", (1, 1)) is None:
+        elif _ours(summary, backend, "pgqrs", (1, 1))[0] is None:
             failed.append(backend)
     if missing:
         notes.append(f"pgqrs on {', '.join(missing)}: not run here.")
@@ -348,11 +346,14 @@ def versus_published(summary: pl.DataFrame, published: dict[str, Any], reference
 
 def scaling_fits(df: pl.DataFrame) -> list[dict[str, Any]]:
     """The Universal Scalability Law per system and batch size, over every measured sample
-    (benchlib.scaling); a curve with fewer than three consumer counts has no fit."""
+    (benchlib.scaling); a curve with fewer than three consumer counts has no fit, nor one whose
+    cells drained different backlogs (a curve through them would be a curve through backlogs too)."""
     ok = measured(grid(df)).filter(pl.col("throughput_jobs_s").is_not_null())
     out = []
     for (backend, queue, batch), part in ok.sort(KEYS).group_by("backend", "queue", "batch_size",
                                                                 maintain_order=True):
+        if part["prefill"].n_unique() > 1:
+            continue
         fitted = scaling.fit(part["consumers"].to_numpy(), part["throughput_jobs_s"].to_numpy())
         if fitted:
             out.append({"system": f"{backend}/{queue}", "batch_size": batch, "fit": fitted,

@@ -36,7 +36,6 @@ pgqrs-full: setup ## build pgqrs with its SQLite, Turso and S3 stores (needs Rus
 # A sweep whose samples failed (exit 1) still renders its report, which says why, and make
 # then fails too; bad input (2) or an interrupt (130) renders nothing.
 report: setup ## run every study for PROFILE (papermill), then render its figures and report
-	$(if $(filter smoke,$(PROFILE)),,$(PY) -m benchlib.wheels ensure)
 	@rc=0; $(PY) -m benchlib sweep --profile $(PROFILE) $(STUDY_FLAG) $(FORCE_FLAG) || rc=$$?; \
 	if [ $$rc -le 1 ]; then $(PY) -m benchlib report --profile $(PROFILE) || exit $$?; fi; exit $$rc
 

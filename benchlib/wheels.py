@@ -14,9 +14,9 @@ the Cargo features of the same name. `make pgqrs-full` runs `build` here:
 The compile takes a while once (about 480 crates; an hour on 2 busy cores); Cargo's
 target directory is cached beside the wheel, so a rebuild reuses it. `make setup` runs
 `install`, which installs a cached wheel when there is one, so a fresh venv does not
-rebuild, and `make report` runs `ensure` (build once if Rust is there) so that it
-reproduces pgqrs's numbers on every store. Without Rust everything else works and
-pgqrs's other stores fail with a reason that names this command (queues/pgqrs_queue.py).
+rebuild. `make report` never builds it (a 20-minute compile is not a report's to start): where
+it is not installed, pgqrs's SQLite, Turso and S3 runs are skipped with this command in the
+sweep's summary and their published results kept (queues/pgqrs_queue.py, missing_build).
 """
 from __future__ import annotations
 
@@ -107,15 +107,6 @@ def main(argv: list[str]) -> int:
         install(build(version))
         print(f"{PACKAGE} {version}+{LABEL} installed: its postgres, sqlite, turso and s3 stores", file=sys.stderr)
         return 0
-    if argv[1:] == ["ensure"]:  # make report: every number reproduced, pgqrs's stores included
-        if installed_full(version):
-            return 0
-        if cached_wheel(version) is None and shutil.which("cargo") is None:
-            print(f"note: no Rust here, so {PACKAGE}'s SQLite, Turso and S3 runs will record why they could not "
-                  "run; install Rust (https://rustup.rs) and run `make pgqrs-full` to measure them", file=sys.stderr)
-            return 0
-        install(build(version))
-        return 0
     if argv[1:] == ["install"]:
         if (wheel := cached_wheel(version)) is not None:
             install(wheel)
@@ -123,7 +114,7 @@ def main(argv: list[str]) -> int:
             print(f"note: {PACKAGE} {version} from PyPI has its PostgreSQL store only; `make pgqrs-full` builds "
                   "its SQLite, Turso and S3 stores too (needs Rust)", file=sys.stderr)
         return 0
-    print("usage: python -m benchlib.wheels build|ensure|install", file=sys.stderr)
+    print("usage: python -m benchlib.wheels build|install", file=sys.stderr)
     return 2
 
 

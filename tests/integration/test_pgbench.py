@@ -114,7 +114,7 @@ async def test_every_measured_drain_row_carries_its_limit(tmp_path):
     assert measured.height == 8 and measured["pgbench_error"].is_null().all(), measured["pgbench_error"].to_list()
     assert (measured["pgbench_jobs"] % 300 == 0).all() and (measured["pgbench_jobs_s"] > 0).all()
     assert (measured["enqueued"] == 300 * measured["drains"]).all() and (measured["lost"] == 0).all()
-    assert (measured["elapsed_s"] >= 0.2).all() and (measured["drains"] > 1).any()
+    assert (measured["elapsed_s"] >= 0.2).all()  # a drain shorter than that was repeated until it was not
     assert (run.samples.filter(run.samples["warmup"])["drains"] == 1).all()  # a warm-up is one drain
     ratio = measured["throughput_jobs_s"] / measured["pgbench_jobs_s"]
     assert (abs(measured["harness_ratio"] - ratio) < 1e-9).all()

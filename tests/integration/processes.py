@@ -45,6 +45,12 @@ def postgres_under(pid: int) -> list[psutil.Process]:
     return found
 
 
+def server_under(pid: int) -> psutil.Process | None:
+    """The postmaster among `pid`'s descendants: a server that runs, not initdb's short-lived
+    `postgres --boot` / `--single` helpers, which share its name and are gone a moment later."""
+    return next((p for p in postgres_under(pid) if " -D " in _cmdline(p)), None)
+
+
 def child_running(pid: int, text: str) -> psutil.Process | None:
     """A descendant of `pid` whose command line holds `text` (an adapter, the producer process)."""
     return next((c for c in _descendants(pid) if text in _cmdline(c)), None)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from processes import (adapter_runnable, backend_running, child_running, postgres_under, stopped, terminated,
+from processes import (adapter_runnable, backend_running, child_running, server_under, stopped, terminated,
                        until)
 
 from benchlib import outputs, tempdirs
@@ -190,7 +190,7 @@ def test_a_sample_paused_by_sigstop_is_flagged_not_absorbed(tmp_path):
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not postgres_under(proc.pid):
+        while not server_under(proc.pid):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         time.sleep(2.5)  # the prefill is done; the drain of 12,000 jobs at batch 1 runs for several seconds more

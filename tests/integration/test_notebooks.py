@@ -18,7 +18,7 @@ import time
 import polars as pl
 import psutil
 import pytest
-from processes import postgres_under
+from processes import server_under
 
 from benchlib import notebooks, tempdirs
 from benchlib.outputs import REPO_ROOT
@@ -50,7 +50,8 @@ def test_papermill_run_shows_offline_charts_and_whole_tables(tmp_path):
     text = json.dumps(outputs)
     assert "cdn.jsdelivr" not in text and "vega@" not in text and "<script" not in text
     charts = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
-    assert len(charts) == 4  # every chart, as an inline image
+    assert len(charts) == 5  # every chart, as an inline image
+    assert "no backlog-depth axis" in "".join(charts[3]["data"]["image/svg+xml"])  # a run without depths says so
     assert all("application/vnd.vegalite" not in json.dumps(o) for o in outputs)
     cells, limit, fit = ["".join(o["data"]["text/html"]) for o in outputs
                          if "<table>" in "".join(o.get("data", {}).get("text/html", ""))]
@@ -75,9 +76,9 @@ def test_an_interrupted_sweep_ends_quietly_and_leaves_nothing_running():
                              "xmin_horizon"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "BENCH_PROGRESS": "auto"})
     deadline = time.monotonic() + 300  # a kernel's start on a busy 2-core machine
-    while time.monotonic() < deadline and not postgres_under(proc.pid) and proc.poll() is None:
+    while time.monotonic() < deadline and not server_under(proc.pid) and proc.poll() is None:
         time.sleep(0.5)  # until the kernel has a server running
-    if not postgres_under(proc.pid):
+    if not server_under(proc.pid):
         proc.kill()  # a failed test leaves nothing running either
         out, err = proc.communicate(timeout=30)
         raise AssertionError(f"no server started (exit {proc.returncode}): {err[-2000:]}")

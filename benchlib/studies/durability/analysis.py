@@ -581,18 +581,24 @@ def _ordinal(n: int) -> str:
 
 def loss_by_config(crashes: pl.DataFrame, primary: int | None = None) -> pl.DataFrame:
     """Per server major and configuration, every mode together: crashes, how many lost, the most
-    jobs and ms one crash lost, and the reported settings."""
+    jobs and ms one crash lost, and the reported settings. `worst_mode` and `worst_ms` are the mode
+    whose crash lost the most jobs and that mode's most ms: a pair of figures a sentence states
+    together comes from one mode (`ms_max`, over every mode, is for the flush bound alone)."""
     cs = crash_summary(crashes, primary)
     if cs.is_empty():
         return cs
     out = cs.group_by("server_major", "config", maintain_order=True).agg(
         pl.col("crashes").sum(), pl.col("with_loss").sum(), pl.col("lost_max").max(), pl.col("ms_max").max(),
+        pl.col("mode").sort_by("lost_max").last().alias("worst_mode"),
+        pl.col("ms_max").sort_by("lost_max").last().alias("worst_ms"),
         pl.col("synchronous_commit").first(), pl.col("wal_writer_delay").first(), pl.col("flush_after").first())
     return out.with_columns(pl.struct("with_loss", "crashes").map_elements(
         lambda s: share_interval(s["with_loss"], s["crashes"])[1], return_dtype=pl.Float64).alias("share_hi"))
 
 
-def _durable(r: dict) -> bool:
+def is_durable(r: dict) -> bool:
+    """A row's commits are durable: its server reported `synchronous_commit` other than off (or, unrecorded, its
+    configuration sets it so)."""
     sync = r["synchronous_commit"] or CONFIGS.get(r["config"], {}).get("synchronous_commit", "on")
     return sync != "off"
 
@@ -623,6 +629,11 @@ def _each(zero: list[dict]) -> str:
             f"{PERCENT} confidence, at most {100 * worst:.0f} % of such crashes would lose anything)")
 
 
+def _worst(r: dict) -> str:
+    """'2,755 enqueues (the last 220 ms of them)': the most one crash lost, both figures from one mode."""
+    return f"{fmt(r['lost_max'])} {r['worst_mode']}s (the last {_ms(r['worst_ms'])} ms of them)"
+
+
 def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str]:
     """What a crash took back, said once for the durable configurations; per server, async commit's
     loss, the setting that removes it (a configuration whose every crash lost 0) or the least loss
@@ -635,7 +646,7 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
     majors = list(dict.fromkeys(by["server_major"]))
     rows = by.to_dicts()
     out = []
-    durable = [r for r in rows if _durable(r)]
+    durable = [r for r in rows if is_durable(r)]
     if durable:
         names = _names(dict.fromkeys(r["config"] for r in durable))
         counts = and_list([f"{sum(r['crashes'] for r in durable if r['server_major'] == m):,}"
@@ -651,7 +662,7 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
                        + and_list([f"`{r['config']}` on PostgreSQL {r['server_major']} (up to {fmt(r['lost_max'])} in "
                                    f"{r['with_loss']} of {r['crashes']} crashes)" for r in lossy]) + ".")
     for major in majors:
-        unsafe = [r for r in rows if r["server_major"] == major and not _durable(r)]
+        unsafe = [r for r in rows if r["server_major"] == major and not is_durable(r)]
         if not unsafe:
             continue
         base = next((r for r in unsafe if r["config"] == ASYNC_BASE), None)
@@ -663,7 +674,7 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
             ms = " or ".join(f"{_ms(m['ms_median'])} ms ({_ms(m['ms_lo'])} – {_ms(m['ms_hi'])})" for m in modes)
             text += (f"`synchronous_commit=off` alone (`async_commit`) lost acknowledged jobs in {base['with_loss']} "
                      f"of {base['crashes']} crashes: per crash a median of {jobs}, that is {ms} of acknowledged "
-                     f"work; at most {fmt(base['lost_max'])} jobs and {_ms(base['ms_max'])} ms")
+                     f"work; at most {_worst(base)}")
         elif base:
             text += f"`async_commit` lost nothing in its {base['crashes']} crashes"
         variants = [r for r in unsafe if r["config"] != ASYNC_BASE]
@@ -677,12 +688,12 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
             if lossy:
                 text += ("; " if zero else ": ") + "; ".join(
                     f"`{r['config']}` ({settings_text(r['config'], ASYNC_BASE)}) lost in {r['with_loss']} of "
-                    f"{r['crashes']}, at most {fmt(r['lost_max'])} jobs and {_ms(r['ms_max'])} ms" for r in lossy)
+                    f"{r['crashes']}, at most {_worst(r)}" for r in lossy)
         elif not base:
             text += and_list([f"`{r['config']}` lost in {r['with_loss']} of {r['crashes']} crashes, at most "
                               f"{fmt(r['lost_max'])} jobs" for r in variants])
         out.append(text + ".")
-    bounded = [r for r in rows if not _durable(r) and r["with_loss"] and delay_ms(r["wal_writer_delay"])]
+    bounded = [r for r in rows if not is_durable(r) and r["with_loss"] and delay_ms(r["wal_writer_delay"])]
     if bounded:
         over = [r for r in bounded if r["ms_max"] > 3 * delay_ms(r["wal_writer_delay"])]
         limits_ms = and_list([f"{fmt(3 * d)} ms at {fmt(d)} ms" for d in sorted({delay_ms(r["wal_writer_delay"])
@@ -721,7 +732,7 @@ def headline(crashes: pl.DataFrame | None, df: pl.DataFrame | None = None) -> li
                 + f" per crash, at most {fmt(worst['lost_max'])} {worst['mode']}s (at most the last "
                   f"{_ms(worst['ms_max'])} ms of them)")
         variants = by.filter((pl.col("server_major") == major) & (pl.col("config") != ASYNC_BASE)).to_dicts()
-        variants = [r for r in variants if not _durable(r)]
+        variants = [r for r in variants if not is_durable(r)]
         zero = [r for r in variants if r["with_loss"] == 0]
         if zero:
             n = min(r["crashes"] for r in zero)
@@ -731,12 +742,12 @@ def headline(crashes: pl.DataFrame | None, df: pl.DataFrame | None = None) -> li
         elif variants:
             text += "; no setting tried removes it"
         answers.append(text)
-    durable = by.filter(pl.col("synchronous_commit") != "off")
+    durable = [r for r in by.to_dicts() if is_durable(r)]
     n = int(cs["crashes"].max())
     evidence = (f"SIGKILL of the whole server, {plural(n, 'crash', 'crashes')} per mode and configuration; medians "
                 f"with their order-statistic interval ({100 * median_interval(range(n))[2]:.1f} % for {n})"
-                + (f"; `synchronous_commit=on` lost nothing in {int(durable['crashes'].sum()):,} crashes"
-                   if durable.height and not durable["with_loss"].sum() else "")
+                + (f"; `synchronous_commit=on` lost nothing in {sum(r['crashes'] for r in durable):,} crashes"
+                   if durable and not any(r["with_loss"] for r in durable) else "")
                 + "; since PostgreSQL 17 (commit 1f395354d, `XLogSetAsyncXactLSN` in xlog.c) an async commit wakes "
                   "the WAL writer only when it hibernates or once `wal_writer_flush_after` (default 1 MB) of WAL "
                   "waits, so up to `wal_writer_delay` of acknowledged commits stays in shared memory")

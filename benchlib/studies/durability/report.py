@@ -25,7 +25,7 @@ def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, d
     out: dict[str, dict[str, str]] = {}
     for queue in cs["queue"].unique(maintain_order=True).to_list():
         mine = cs.filter(pl.col("queue") == queue)
-        durable = mine.filter(pl.col("synchronous_commit").fill_null("on") != "off")  # as the headline counts them
+        durable = mine.filter(pl.Series([analysis.is_durable(r) for r in mine.iter_rows(named=True)], dtype=pl.Boolean))
         parts = [f"0 with sync commit ({fmt(durable['crashes'].sum())} crashes)"
                  if durable.height and durable["lost_max"].max() == 0 else "lost some with sync commit"]
         # per server, the mode that lost most, its jobs and its ms together: a pair from one mode

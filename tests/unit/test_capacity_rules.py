@@ -590,12 +590,13 @@ def test_a_lower_end_that_passed_only_under_the_old_slope_floor_is_not_quoted():
     floor. By today's max(1 job/s, 1 % of the rate) that growth is beyond doubt: it is quoted at
     70.7, the highest rate that passes today, and the report says why."""
     from benchlib.results import frame
-    from benchlib.studies.capacity import analysis
+    from benchlib.studies.capacity import analysis, charts, report
     from benchlib.studies.capacity.measure import RESULTS, STEPS
 
     def s(rnd, purpose, rate, v, lo, hi, w=15.0):
         return _step(rnd, purpose, rate, v) | {"system": "pg-boss-fast", "batch": 10, "kind": "worker",
-                                                "slope_lo": lo, "slope_hi": hi, "slope_limit": 5.0, "window_s": w}
+                                                "slope_lo": lo, "slope_hi": hi, "slope_limit": 5.0, "window_s": w,
+                                                "e2e_p99_ms": 50.0}
 
     steps = frame([s(0, "search", 50.0, "pass", 0.0, 0.0), s(0, "search", 100.0, "fail", 20.0, 20.0),
                    s(0, "search", 70.7, "pass", -0.1, -0.002), s(0, "search", 84.1, "pass", 4.05, 4.13),
@@ -606,7 +607,16 @@ def test_a_lower_end_that_passed_only_under_the_old_slope_floor_is_not_quoted():
                       "settings": json.dumps({"ceiling_jobs_per_s": 80})} for rnd in range(2)], RESULTS)
     (row,) = analysis.brackets(results, steps).iter_rows(named=True)
     assert row["kept"] == 70.7 and row["floor_only"] and row["at_ceiling"]
+    # its long holds at 84 passed by the old floor only: none counts, and no objective names 84
+    assert row["held_rounds"] == 0 and row["p99_100ms"] == 70.7
     assert analysis.kept_text(row) == "71 (a 15 s pass; 84 – 92 passed only under an earlier slope floor)"
+    (line, *_) = report.use_when({"results": results, "steps": steps}, [{"params": {"confirm_factor": 2.0}}])
+    assert "pg-boss-fast's bracket, 84 – 92, passed only under an earlier slope floor, so it is quoted at its " \
+           "highest pass below" in line
+    # the chart's bar is the rate quoted, not the bracket's lower end
+    chart = charts.brackets_chart(analysis.brackets(results, steps)).to_dict()
+    bars = [layer for panel in chart["vconcat"] for layer in panel["layer"] if layer["mark"]["type"] == "bar"]
+    assert bars and all(bar["encoding"]["x"]["field"] == "kept" for bar in bars)
     assert any(x.startswith("**Passed only under an earlier slope floor**: pg-boss-fast at 84 jobs/s")
                for x in analysis.sentences(analysis.brackets(results, steps)))
     assert analysis.slope_rule(steps) == "max(5 jobs/s, 1 % of the rate)"  # what these rows were judged by
@@ -641,7 +651,9 @@ def test_windows_with_no_job_handled_are_called_stalls_and_latency_objectives_st
                 "passed": 1414.0, "failed": 1500.0, "confirmed": False, "bound": "bracket", "settings": "{}"}]
     b = analysis.brackets(frame(results, RESULTS), frame(steps, STEPS))
     (row,) = b.iter_rows(named=True)
-    assert row["stalled_steps"] == 2 and row["p99_1s"] == 1414 and row["p99_100ms"] == 1000
+    # 1,414 failed its long hold in the one round that held it, so 1,000 is the rate quoted as kept up
+    # with, and no latency objective names a rate above it
+    assert row["kept"] == 1000 and row["stalled_steps"] == 2 and row["p99_1s"] == 1000 and row["p99_100ms"] == 1000
     assert any(x.startswith("**Stalls**") and "pgmq (2 steps)" in x for x in analysis.sentences(b))
 
 

@@ -15,6 +15,7 @@ from benchlib.charts import BACKENDS
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.measure import WARMUP
 from benchlib.studies.capacity.wording import LOOKED, producers_held
+from benchlib.studies.drain import analysis as drain_analysis
 from benchlib.tables import Table, fmt, plural
 
 CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
@@ -176,11 +177,12 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
                              "p99_1s": None, **_kept(mine, r),
                              "steered_from": _steered_from(mine), "failed_above": _failed_above(mine, r),
                              "producers_held": _producers_held(mine, r)}
-    # the latency objectives from the passing steps inside the bracket
-    top = r["passed"]
-    ok = mine.filter((pl.col("verdict") == "pass") & (pl.col("purpose") != "pickup"))
-    if top is not None and ok.height:
-        ok = ok.filter(inside(top))
+    # the latency objectives from the steps that pass today at or below the rate quoted as kept up
+    # with: an objective never names a rate above the one the system is said to keep up with
+    top, kept = r["passed"], extra["kept"]
+    ok = mine.filter(passes_today() & (pl.col("purpose") != "pickup"))
+    if kept is not None and ok.height:
+        ok = ok.filter(pl.col("rate") <= kept)
         for key, limit_ms in (("p99_100ms", 100.0), ("p99_1s", 1000.0)):
             under = ok.filter(pl.col("e2e_p99_ms") <= limit_ms)["rate"]
             extra[key] = float(under.max()) if under.len() else None
@@ -199,12 +201,13 @@ def _confirmation(steps: pl.DataFrame, r: dict, tops: dict[int, float | None] | 
         confirmed_rounds += 1
         # per rate, the last verdict (a repeat's replaces the first); round 0 can hold two long
         # steps (the search's lower end, then 1 / 1.1 of it): the one at the bracket's lower end counts
-        last = {rate: v for rate, v in zip(part["rate"], part["verdict"])}
+        # a pass counts only by the slope limit in force (passes_today), as the rate quoted does
+        last = dict(zip(part["rate"], part.select(passes_today()).to_series()))
         over_rate = part.filter(pl.col("purpose") == "confirm_over")["rate"]
-        held += any(v == "pass" for rate, v in last.items() if math.isclose(rate, at))
+        held += any(v for rate, v in last.items() if math.isclose(rate, at))
         if over_rate.len():
             tried += 1
-            over += last.get(over_rate[0]) == "pass"
+            over += bool(last.get(over_rate[0]))
     if confirmed_rounds:
         extra |= {"held_rounds": held, "over_rounds": over, "over_tried": tried, "rounds": confirmed_rounds}
     return extra
@@ -608,14 +611,15 @@ def limit_beside(b: pl.DataFrame, results: pl.DataFrame | None, drain: pl.DataFr
 
 
 def _drain_limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | None:
-    """The fallback for a capacity run without its own pgbench: the drain study's, for our reference."""
+    """The fallback for a capacity run without its own pgbench: the drain study's, for our reference,
+    from its grid (one backlog; the depth axis's cell shares consumers and batch with other backlogs)."""
     if drain is None or "pgbench_jobs_s" not in drain.columns:
         return None
     ours = b.filter((pl.col("system") == REFERENCE) & (pl.col("backend") == "postgres"))
     if not ours.height or ours["passed"][0] is None:
         return None
     r = ours.row(0, named=True)
-    limit = drain.filter((pl.col("queue") == REFERENCE) & (pl.col("backend") == "postgres")
+    limit = drain_analysis.grid(drain).filter((pl.col("queue") == REFERENCE) & (pl.col("backend") == "postgres")
                          & (pl.col("consumers") == r["consumers"]) & (pl.col("batch_size") == r["batch"])
                          & ~pl.col("warmup"))["pgbench_jobs_s"].drop_nulls()
     if not limit.len():

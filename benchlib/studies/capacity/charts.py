@@ -32,9 +32,9 @@ def _bracket(r: dict) -> str:
 
 
 def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
-    """Sustained jobs/s per system, one panel per backend on its own linear axis: a bar to the
-    highest passing rate, a tick at the lowest failing one, the bracket in numbers beside it;
-    systems at their settings' ceiling marked."""
+    """Sustained jobs/s per system, one panel per backend on its own linear axis: a bar to the rate
+    quoted as kept up with (analysis._kept: none where no rate held), a tick at the lowest failing
+    one, the bracket in numbers beside it; systems at their settings' ceiling marked."""
     if not b.height or "passed" not in b.columns:
         return placeholder("no capacity brackets to draw")
     data = b.filter(pl.col("passed").is_not_null())
@@ -52,14 +52,15 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
     colour = alt.Color("system:N", scale=palette.system_scale(list(set(data["system"]))), legend=None)
     panels = []
     for backend in backend_order(data["backend"].to_list()):
-        part = data.filter(pl.col("backend") == backend).sort("passed", descending=True)
+        part = data.filter(pl.col("backend") == backend).sort(pl.col("kept").fill_null(0), "passed",
+                                                              descending=True)
         y = alt.Y("label:N", sort=part["label"].to_list(), title="system (C = consumers)",
                   axis=alt.Axis(labelLimit=260))
         x_scale = alt.Scale(domain=[0, float(part["end"].max()) * 1.05], nice=True)
         base = alt.Chart(part)
-        bars = base.mark_bar(height=14).encode(
-            y=y, x=alt.X("passed:Q", title="highest rate kept up with, jobs/s", scale=x_scale), color=colour,
-            tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("passed:Q", title="passed (jobs/s)",
+        bars = base.transform_filter("isValid(datum.kept)").mark_bar(height=14).encode(
+            y=y, x=alt.X("kept:Q", title="highest rate kept up with, jobs/s", scale=x_scale), color=colour,
+            tooltip=["system", "backend", "consumers", "batch", alt.Tooltip("kept:Q", title="kept up with (jobs/s)",
                                                                            format=",.0f"),
                      alt.Tooltip("fail_tick:Q", title="failed (jobs/s)", format=",.0f")])
         fails = base.transform_filter("isValid(datum.fail_tick)").mark_tick(color="black", thickness=2, size=18).encode(

@@ -76,15 +76,18 @@ def _highest(top: list[dict], factor: float) -> str:
     if some:
         said.append(f"Held {factor:g}× longer in " + ", ".join(
             f"{r['held_rounds']} of {r['rounds']} rounds for {r['system']}" for r in some) + ".")
+    def why(r: dict) -> str:
+        return "passed only under an earlier slope floor" if r.get("floor_only") else f"held {factor:g}× longer in no round"
+
     below = [r for r in top if analysis.below_bracket(r)]
     if len(below) == 1:
         r = below[0]
-        said.append(f"{r['system']}'s bracket, {analysis.bracket_text(r)}, held {factor:g}× longer in no round, so "
+        said.append(f"{r['system']}'s bracket, {analysis.bracket_text(r)}, {why(r)}, so "
                     f"it is quoted at its highest pass below" + (f" (a {r['kept_s']:.0f} s window)." if r.get("kept_s")
                                                                   and not r.get("kept_held") else "."))
     elif below:
-        said.append("The brackets of " + ", ".join(f"{r['system']} ({analysis.bracket_text(r)})" for r in below)
-                    + f" held {factor:g}× longer in no round, so each is quoted at its highest pass below.")
+        said.append("; ".join(f"{r['system']}'s bracket ({analysis.bracket_text(r)}) {why(r)}" for r in below)
+                    + ", so each is quoted at its highest pass below.")
     if steered := [r["system"] for r in top if r.get("steered_from")]:
         said.append(f"{', '.join(steered)}: searched below a first-step fail that a later step passed, so that "
                     "bracket may be low.")

@@ -239,10 +239,16 @@ def test_drain_limit_per_cell_and_the_reference_limit_beside_internal_sql():
     ours = [r | {"harness_ratio": r["throughput_jobs_s"] / r["pgbench_jobs_s"]} for r in ours]
     pgqrs = _drain_rows(("postgres", "pgqrs"), 500, 1.0, 10)
     broken = [r | {"pgbench_error": "BenchError: no pgbench here"} for r in _drain_rows(("postgres", "pgmq"), 1, 1, 1)]
-    df = frame(ours + pgqrs + broken + _drain_rows(("sqlite", "sqlite"), 2500, 1.0, 30), SAMPLES)
+    polled = [r | {"prefill": 200} for r in _drain_rows(("postgres", "pg-boss"), 20, 1.0, 1.0)]  # another backlog
+    df = frame(ours + pgqrs + broken + polled + _drain_rows(("sqlite", "sqlite"), 2500, 1.0, 30), SAMPLES)
     own, beside = drain.limit_cells(df)
     assert set(own["queue"]) == {"skip_locked"} and own.height == 9
-    assert set(beside["queue"]) == {"pgqrs"} and beside.height == 9  # not pgmq (its limit failed), not sqlite
+    assert set(beside["queue"]) == {"pgqrs", "pg-boss"}  # not pgmq (its limit failed), not sqlite
+    # pg-boss drained 200 jobs where skip_locked drained 1,000: no limit, no share (a ratio of backlogs too)
+    assert beside.filter(pl.col("queue") == "pg-boss")["ratio"].null_count() == 9
+    assert "No share for pg-boss (200 jobs against 1,000): they drained another backlog than skip_locked did." \
+        in drain.limit_findings(own, beside)
+    beside = beside.filter(pl.col("queue") == "pgqrs")
     text = " ".join(drain.limit_findings(own, beside))
     assert "**skip_locked**: the harness reached 0.60 – 0.90 (median 0.60) over 9 cells" in text
     assert "closest at 1 × 1 (0.90: 2,000 against 2,222 jobs/s)" in text
@@ -283,15 +289,18 @@ def _depth_rows(queue: str, power: float) -> list[dict]:
 
 
 def test_the_depth_axis_says_whose_cost_grows_with_the_backlog():
-    samples = frame(_depth_rows("pgqrs", 0.9) + _depth_rows("skip_locked", 0.02)
+    samples = frame(_depth_rows("pgqrs", 0.9) + _depth_rows("chancy", 0.5) + _depth_rows("skip_locked", 0.02)
                     + _drain_rows(("postgres", "pgmq"), 2000, 1.5, 25), SAMPLES)
     depths = drain.depth_summary(samples)
-    assert set(depths["queue"]) == {"pgqrs", "skip_locked"}  # a system without the axis has no row there
+    assert set(depths["queue"]) == {"pgqrs", "chancy", "skip_locked"}  # a system without the axis has no row there
     assert depths.filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [2000, 10_000, 50_000]
     verdicts = {g["queue"]: g["verdict"] for g in drain.growth(depths)}
-    assert verdicts == {"pgqrs": "grows", "skip_locked": "flat"}
-    grows, flat = drain.depth_findings(depths)
-    assert grows.startswith("**pgqrs**: the server's CPU per job grows about as fast as the backlog: 100 → 1,812 µs")
+    assert verdicts == {"pgqrs": "grows", "chancy": "rises", "skip_locked": "flat"}
+    rises, grows, flat = drain.depth_findings(depths)
+    # a slope of 0.5 is 3.2x the cost for 10x the backlog: "more slowly", never "about as the backlog"
+    assert grows.startswith("**pgqrs**: server CPU per job grows about as the backlog (7.9× for 10× the jobs): "
+                            "100 → 1,812 µs")
+    assert rises.startswith("**chancy**: server CPU per job grows more slowly than the backlog (3.2× for 10× the jobs)")
     assert "from 2,000 to 50,000 jobs" in grows and flat.endswith("for skip_locked.")
     # the grid's own tables leave the depth axis's rows out
     assert drain.summarize(samples).filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [10_000]
@@ -311,5 +320,17 @@ def test_growth_is_per_1000_jobs_and_per_hour_only_from_a_long_phase():
     assert xmin.per_1000_jobs(short[1]) == 1_410_000 / 1024 / 1200 * 1000
     (cell,) = front({"phases": frame(short, PHASE_SCHEMA)}, []).values()
     assert cell["under a held snapshot"].endswith("size +1,147 KiB per 1,000 jobs held (+3,703 without)")
-    long = [{**r, "duration_s": 180.0} for r in short]
+    long = [{**r, "duration_s": 179.95} for r in short]  # a seed phase of 180 s, as its samples span it
     assert "growth MiB/h" in [c for t in xmin.table(frame(long, PHASE_SCHEMA)).parts for c in t.columns]
+
+
+def test_a_system_drained_at_another_backlog_is_named_where_it_is_ranked():
+    """River and pg-boss drain 200 jobs a cell at their polling-capped defaults, the rest 5,000:
+    "Peaks, fastest first" ranked them together without saying so."""
+    rows = (_drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25) + _drain_rows(("postgres", "pgmq"), 1500, 1.5, 25)
+            + [r | {"prefill": 200} for r in _drain_rows(("postgres", "pg-boss"), 20, 1.0, 1.0)])
+    summary = drain.summarize(frame(rows, SAMPLES))
+    assert drain.odd_backlogs(summary) == {"postgres/pg-boss": 200}
+    peaks = drain.findings(summary, None)[0]
+    assert "postgres/skip_locked 75,000 jobs/s (4×50);" in peaks
+    assert "postgres/pg-boss 20 jobs/s (" in peaks and ", from 200 jobs)." in peaks

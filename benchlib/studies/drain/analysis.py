@@ -51,7 +51,8 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def table(summary: pl.DataFrame) -> Table:
-    """Per cell: mean ± sd, min / median / max, p95 latencies, accounting."""
+    """Per cell: mean ± sd, min / median / max, the timed seconds of a sample (its drains added
+    up), p95 latencies, accounting."""
     rows = []
     for r in summary.iter_rows(named=True):
         rows.append({
@@ -62,7 +63,7 @@ def table(summary: pl.DataFrame) -> Table:
             "jobs/s mean ± sd": f"{fmt(r['throughput_mean'])} ± {fmt(r['throughput_sd'])}",
             "min / median / max": " / ".join(fmt(r[k]) for k in ("throughput_min", "throughput_median",
                                                                   "throughput_max")),
-            "drain s": fmt(r["drain_s_mean"], 2),
+            "timed s": fmt(r["drain_s_mean"], 2),
             "dequeue p95 ms": fmt(r["dequeue_p95_ms"], 2),
             "ack p95 ms": fmt(r["ack_p95_ms"], 2),
             "gap p99 ms": fmt(r["completion_gap_p99_ms"], 2),
@@ -85,6 +86,18 @@ def _ratio(over: tuple[float | None, int | None], base: tuple[float | None, int 
     rule 13: a ratio between different backlogs is a ratio of backlogs too)."""
     (x, n), (y, m) = over, base
     return x / y if x and y and n is not None and n == m else None
+
+
+def odd_backlogs(summary: pl.DataFrame) -> dict[str, int]:
+    """{system: its backlog} for the systems whose grid drained another backlog than most systems
+    on their backend did (River and pg-boss at their polling-capped defaults): what a list that
+    ranks systems together must say beside them."""
+    out: dict[str, int] = {}
+    for _, part in summary.filter(pl.col("prefill").is_not_null()).group_by("backend", maintain_order=True):
+        per = part.group_by("system", maintain_order=True).agg(pl.col("prefill").max())
+        usual = per["prefill"].value_counts(sort=True).row(0)[0]
+        out |= {r["system"]: r["prefill"] for r in per.iter_rows(named=True) if r["prefill"] != usual}
+    return out
 
 
 def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:
@@ -110,8 +123,9 @@ def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 # A cost that grows with the backlog at least as this power of it (log-log slope between the
-# smallest and the largest backlog) grows about as the backlog does; below FLAT it is flat.
-GROWS_AS_BACKLOG, FLAT = 0.5, 0.15
+# smallest and the largest backlog: 10x the backlog, 10**0.8 = 6.3x the cost) grows about as the
+# backlog does; below FLAT (1.4x for 10x) it is flat; between, it rises more slowly than the backlog.
+GROWS_AS_BACKLOG, FLAT = 0.8, 0.15
 
 
 def depth_summary(df: pl.DataFrame) -> pl.DataFrame:
@@ -161,12 +175,13 @@ def depth_findings(depths: pl.DataFrame) -> list[str]:
     for g in growth(depths):
         lo, hi, name = g["lo"], g["hi"], g["queue"] if g["backend"] == "postgres" else f"{g['queue']} ({g['backend']})"
         if g["verdict"] in ("grows", "rises"):
-            how = "about as fast as the backlog" if g["verdict"] == "grows" else "more slowly than the backlog"
+            how = "about as the backlog" if g["verdict"] == "grows" else "more slowly than the backlog"
             deq = (f", dequeue p50 {fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms"
                    if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else "")
-            out.append(f"**{name}**: the server's CPU per job grows {how}: {fmt(lo['server_cpu_us_per_job'])} → "
-                       f"{fmt(hi['server_cpu_us_per_job'])} µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} "
-                       f"jobs{deq}; it drained {fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")
+            out.append(f"**{name}**: server CPU per job grows {how} ({10 ** g['power']['server_cpu_us_per_job']:.1f}× "
+                       f"for 10× the jobs): {fmt(lo['server_cpu_us_per_job'])} → {fmt(hi['server_cpu_us_per_job'])} "
+                       f"µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} jobs{deq}; "
+                       f"{fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")
         elif g["verdict"] == "flat":
             flat.append(name)
     if flat:
@@ -188,8 +203,10 @@ def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
         return []
     out = []
     top = sorted(lv, key=lambda x: x["peak"] or 0, reverse=True)
+    odd = odd_backlogs(summary)
     out.append("Peaks, fastest first: " + "; ".join(
-        f"{x['system']} {fmt(x['peak'])} jobs/s ({x['peak_consumers']}×{x['peak_batch']})" for x in top) + ".")
+        f"{x['system']} {fmt(x['peak'])} jobs/s ({x['peak_consumers']}×{x['peak_batch']}"
+        + (f", from {fmt(odd[x['system']])} jobs" if x["system"] in odd else "") + ")" for x in top) + ".")
     with_c = [x for x in lv if x["consumer_ratio"] is not None]
     if with_c:
         parts = []
@@ -414,7 +431,9 @@ REFERENCE_DESIGN = "skip_locked"  # whose limit stands beside a system whose SQL
 
 def limit_cells(df: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(public-SQL designs' own harness/pgbench pairs per cell, internal-SQL systems on PostgreSQL
-    against the reference design's limit at the same consumers × batch)."""
+    against the reference design's limit at the same consumers × batch). A system whose backlog
+    there differs from the reference's gets no limit (`pgbench` null): that ratio would be one of
+    backlogs too (rule 13)."""
     pg = grid(df).filter(pl.col("backend") == "postgres")
     own = limits.paired(pg, LIMIT_KEYS)
     ref = own.filter(pl.col("queue") == reference).select(
@@ -424,6 +443,8 @@ def limit_cells(df: pl.DataFrame, reference: str = REFERENCE_DESIGN) -> tuple[pl
         [q for q in names if q in queues.QUEUES and not pgbench.applies(queues.QUEUES[q], "postgres")]))
     beside = internal.group_by(LIMIT_KEYS).agg(pl.len().alias("pairs"), pl.col("throughput_jobs_s").mean()
                                                .alias("harness")).join(ref, on=["consumers", "batch_size"])
+    beside = beside.with_columns(pl.when(pl.col("prefill") == pl.col("reference_prefill")).then(pl.col("pgbench"))
+                                 .alias("pgbench"))
     beside = beside.with_columns((pl.col("harness") / pl.col("pgbench")).alias("ratio")).sort(LIMIT_KEYS)
     return own, beside
 
@@ -434,8 +455,9 @@ def limit_table(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REFERE
             for r in own.iter_rows(named=True)]
     rows += [{"system": r["queue"], "consumers × batch": f"{r['consumers']} × {r['batch_size']}", "jobs": fmt(r["prefill"]),
               "pairs": "–", "harness jobs/s": fmt(r["harness"]), "pgbench jobs/s": fmt(r["pgbench"]),
-              "harness / pgbench": f"{r['ratio']:.2f}",
-              "the limit of": f"{reference}'s statements ({fmt(r['reference_prefill'])} jobs)"}
+              "harness / pgbench": "–" if r["ratio"] is None else f"{r['ratio']:.2f}",
+              "the limit of": f"{reference}'s statements ({fmt(r['reference_prefill'])} jobs)"
+                              + ("" if r["ratio"] is not None else ": another backlog, no ratio")}
              for r in beside.iter_rows(named=True)]
     return limits.cell_table(rows)
 
@@ -458,22 +480,21 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
         out.append(text)
     if account := limits.cpu_account(own):
         out.append(account)
-    ranges, smaller = [], []
+    ranges, other = [], []
     for queue in beside["queue"].unique(maintain_order=True):
         p = beside.filter(pl.col("queue") == queue)
-        ranges.append(f"**{queue}** {p['ratio'].min():.2f} – {p['ratio'].max():.2f}")
-        mine, theirs = int(p["prefill"].max()), int(p["reference_prefill"].max())
-        if mine < theirs:
-            smaller.append(f"{queue} {fmt(mine)} against {fmt(theirs)}")
+        if p["ratio"].drop_nulls().len():
+            ranges.append(f"**{queue}** {p['ratio'].min():.2f} – {p['ratio'].max():.2f}")
+        else:
+            other.append(f"{queue} ({fmt(int(p['prefill'].max()))} jobs against {fmt(int(p['reference_prefill'].max()))})")
     if ranges:  # one sentence for them all: the common fact once, the systems by name
         text = (f"Systems whose SQL is their library's own ran at these shares of what pgbench drew from the same "
                 f"server with {reference}'s statements at the same consumers × batch (the distance between each "
                 f"system and the simplest queue the server can run, not between our client and the system): "
                 f"{', '.join(ranges)}.")
-        if smaller:
-            text += (f" Drained at smaller backlogs than the reference's, so not like for like and indicative only: "
-                     f"{', '.join(smaller)} jobs.")
         out.append(text)
+    if other:
+        out.append(f"No share for {', '.join(other)}: they drained another backlog than {reference} did.")
     return out
 
 

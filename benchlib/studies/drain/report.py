@@ -19,6 +19,8 @@ TITLE = "Drain: a fixed backlog, consumers × batch size"
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
             other: Callable[[str], dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
+    from benchlib.tables import fmt
+
     df = tables["samples"]
     summary = analysis.summarize(df)
     depths = analysis.depth_summary(df)
@@ -45,6 +47,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "depth": {"table": analysis.depth_table(depths).markdown() if depths.height else "",
                   "findings": analysis.depth_findings(depths) if depths.height else []},
         "unequal": [x["system"] for x in analysis.levers(summary) if x["unequal_backlogs"]],
+        "odd_backlogs": [f"{name} ({fmt(n)} jobs)" for name, n in analysis.odd_backlogs(summary).items()],
+        "min_timed_s": max((m["params"].get("min_timed_s") or 0 for m in manifests), default=0),
         "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df, fits)),
                     "table": analysis.scaling_table(fits).markdown(),
                     "findings": analysis.scaling_findings(fits, cores)},

@@ -34,12 +34,13 @@ def _change(before: float | None, after: float | None, unit: str = "", digits: i
 
 
 LONG_PHASE_S = 180.0  # a growth per hour only from a phase this long (the seed profile's): never a short one scaled
+LONG_ENOUGH = 0.95  # a 180 s phase's samples span 179.7 - 180.2 s (first to last): it counts as long
 
 
 def _per_hour(growth_bytes: int | None, seconds: float | None) -> str:
     """A phase's table growth per hour at that load, only where the phase lasted LONG_PHASE_S:
     a 12 s phase scaled 300 times is not a measurement (METHOD.md, rule 16)."""
-    if growth_bytes is None or not seconds or seconds < LONG_PHASE_S:
+    if growth_bytes is None or not seconds or seconds < LONG_ENOUGH * LONG_PHASE_S:
         return "–"
     return fmt(growth_bytes / 2**20 / seconds * 3600, 0)
 

@@ -76,6 +76,7 @@ def _highest(top: list[dict], factor: float) -> str:
     if some:
         said.append(f"Held {factor:g}× longer in " + ", ".join(
             f"{r['held_rounds']} of {r['rounds']} rounds for {r['system']}" for r in some) + ".")
+
     def why(r: dict) -> str:
         return "passed only under an earlier slope floor" if r.get("floor_only") else f"held {factor:g}× longer in no round"
 

@@ -296,11 +296,11 @@ def test_the_depth_axis_says_whose_cost_grows_with_the_backlog():
     assert depths.filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [2000, 10_000, 50_000]
     verdicts = {g["queue"]: g["verdict"] for g in drain.growth(depths)}
     assert verdicts == {"pgqrs": "grows", "chancy": "rises", "skip_locked": "flat"}
-    rises, grows, flat = drain.depth_findings(depths)
+    grows, rises, flat = drain.depth_findings(depths)
     # a slope of 0.5 is 3.2x the cost for 10x the backlog: "more slowly", never "about as the backlog"
     assert grows.startswith("**pgqrs**: server CPU per job grows about as the backlog (7.9× for 10× the jobs): "
                             "100 → 1,812 µs")
-    assert rises.startswith("**chancy**: server CPU per job grows more slowly than the backlog (3.2× for 10× the jobs)")
+    assert rises.startswith("Server CPU per job grows more slowly than the backlog, for 10× the jobs: chancy 3.2× (")
     assert "from 2,000 to 50,000 jobs" in grows and flat.endswith("for skip_locked.")
     # the grid's own tables leave the depth axis's rows out
     assert drain.summarize(samples).filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [10_000]

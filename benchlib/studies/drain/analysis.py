@@ -171,10 +171,13 @@ def depth_table(depths: pl.DataFrame) -> Table:
 
 def depth_findings(depths: pl.DataFrame) -> list[str]:
     """One sentence per system whose cost per job grows with the backlog, then one for the rest."""
-    out, flat = [], []
+    out, flat, rises = [], [], []
     for g in growth(depths):
         lo, hi, name = g["lo"], g["hi"], g["queue"] if g["backend"] == "postgres" else f"{g['queue']} ({g['backend']})"
-        if g["verdict"] in ("grows", "rises"):
+        if g["verdict"] == "rises":  # one sentence for them all, the common fact said once
+            rises.append(f"{name} {10 ** g['power']['server_cpu_us_per_job']:.1f}× ({fmt(lo['server_cpu_us_per_job'])} → "
+                         f"{fmt(hi['server_cpu_us_per_job'])} µs)")
+        elif g["verdict"] == "grows":
             how = "about as the backlog" if g["verdict"] == "grows" else "more slowly than the backlog"
             deq = (f", dequeue p50 {fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms"
                    if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else "")
@@ -184,6 +187,8 @@ def depth_findings(depths: pl.DataFrame) -> list[str]:
                        f"{fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")
         elif g["verdict"] == "flat":
             flat.append(name)
+    if rises:
+        out.append(f"Server CPU per job grows more slowly than the backlog, for 10× the jobs: {'; '.join(rises)}.")
     if flat:
         out.append(f"The server's CPU per job stays flat from the smallest backlog to the largest for "
                    f"{', '.join(flat)}.")

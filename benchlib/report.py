@@ -46,6 +46,7 @@ def _env() -> jinja2.Environment:
     env.filters["fmt"] = fmt
     env.globals["plural"] = plural
     env.globals["cells_with_company"] = _cells_with_company
+    env.tests["crowded"] = lambda manifest: bool(_cells_with_company(manifest))
     return env
 
 

@@ -63,6 +63,8 @@ def test_standard_profile_compares_systems_on_the_same_work():
     assert {p.queue for p in runs if 50 in p.batch_sizes and p.backend == "postgres"} == {"skip_locked", "pgmq"}
     depth = {p.queue: p.depths for p in runs if p.backend == "postgres"}
     assert all(depth[q] for q in depth if q not in capped), depth  # every system but the capped two
+    turso = [p for p in runs if p.backend == "turso"]  # 1,000 jobs and no depth axis: the budget
+    assert turso and all(p.prefill == 1000 and p.warmup_prefill <= 300 and not p.depths for p in turso)
     s3 = [p for p in runs if p.backend == "s3"]
     assert [(p.queue, p.prefill, p.prefill_per_cell) for p in s3] == [("pgqrs", 100, {})]
     assert [r["queue"] for r in sweeps.load("drain", "full") if r["backend"] == "s3"] == ["pgqrs"]

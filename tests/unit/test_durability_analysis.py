@@ -245,6 +245,17 @@ def test_the_decomposition_interval_excludes_one_when_the_rounds_say_so():
                             "`shared_buffers=256MB` is too") for t in text)
 
 
+def test_tuned_alone_is_not_called_taken_apart():
+    rows = _decomposition_rows(work_mem=[1.10, 0.90, 1.05, 0.95, 1.00])
+    assert analysis.taken_apart(analysis.decomposition(rows))
+    only_tuned = rows.filter(pl.col("config").is_in(["default", "tuned"]))
+    d = analysis.decomposition(only_tuned)
+    assert set(d["config"]) == {"tuned"} and not analysis.taken_apart(d)
+    (line,) = analysis.decomposition_findings(only_tuned)
+    assert line.startswith("Slower than `default`") and "alone" not in line
+    assert "taken apart" not in charts.tuned_decomposition(only_tuned).to_dict()["title"]["text"]
+
+
 def test_the_decomposition_interval_includes_one_when_the_rounds_disagree():
     # work_mem 20 % slower in every round but the last two, where it is 20 % faster: no verdict
     rows = _decomposition_rows(work_mem=[0.8, 0.8, 0.8, 1.25, 1.25])

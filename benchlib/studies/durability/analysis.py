@@ -323,6 +323,11 @@ def decomposition(df: pl.DataFrame) -> pl.DataFrame:
     return enough.filter(pl.col("concurrency").is_in(sorted(clients)))
 
 
+def taken_apart(decomposed: pl.DataFrame) -> bool:
+    """Whether any setting of `tuned` ran alone (the `full` profile); else `tuned` stands alone."""
+    return bool(set(decomposed["config"]) - {"tuned"}) if decomposed.height else False
+
+
 def _sides_text(rows: list[dict]) -> str:
     """What a configuration's intervals say over its client counts, in words."""
     by: dict[str, list[int]] = {}

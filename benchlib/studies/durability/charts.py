@@ -19,6 +19,7 @@ from benchlib.studies.durability.analysis import (
     config_order,
     crash_summary,
     decomposition,
+    taken_apart,
     fits,
     primary_major,
     round_ratios,
@@ -179,7 +180,9 @@ def tuned_decomposition(df: pl.DataFrame) -> alt.FacetChart | None:
     d = decomposition(df)
     if d.is_empty():
         return None
-    return _ratio_chart(d, primary_major(df), "tuned taken apart: each of its settings alone against default of the same round",
+    title = ("tuned taken apart: each of its settings alone against default of the same round" if taken_apart(d)
+             else "tuned against default of the same round")
+    return _ratio_chart(d, primary_major(df), title,
                         "each round's throughput ratio a point; tick: geometric mean; bar: its 95 % Student's t interval",
                         "throughput / default's (log scale)", config_order(d))
 

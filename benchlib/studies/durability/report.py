@@ -117,6 +117,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         },
         "decomposition": {
             "table": analysis.ratio_table(decomposed, per_round=True).markdown() if decomposed.height else "",
+            "apart": analysis.taken_apart(decomposed),
             "findings": analysis.decomposition_findings(df),
             "clients": analysis.and_list([str(c) for c in sorted(set(decomposed["concurrency"].to_list()))])
                        if decomposed.height else "",

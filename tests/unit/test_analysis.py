@@ -306,6 +306,21 @@ def test_the_depth_axis_says_whose_cost_grows_with_the_backlog():
     assert drain.summarize(samples).filter(pl.col("queue") == "pgqrs")["prefill"].to_list() == [10_000]
 
 
+def test_the_depth_axis_on_sqlite_speaks_of_the_dequeue_p50():
+    """SQLite has no server: its cost is the dequeue p50, said apart from the servers' CPU."""
+    rows = [{**r, "backend": "sqlite", "server_cpu_us_per_job": None}
+            for r in _depth_rows("pgqrs", 0.4) + _depth_rows("sqlite", 0.0)]
+    depths = drain.depth_summary(frame(rows + _depth_rows("skip_locked", 0.02), SAMPLES))
+    assert {g["queue"]: (g["measure"], g["verdict"]) for g in drain.growth(depths)} == {
+        "pgqrs": ("dequeue_p50_ms", "rises"), "sqlite": ("dequeue_p50_ms", "flat"),
+        "skip_locked": ("server_cpu_us_per_job", "flat")}
+    flat, serverless = drain.depth_findings(depths)
+    assert flat.endswith("for skip_locked.")
+    assert serverless == ("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs: "
+                          "pgqrs (sqlite) grows more slowly than the backlog, 2.5× (0.50 → 1.81 ms); "
+                          "sqlite (sqlite) stays flat, 1.0× (0.50 → 0.50 ms).")
+
+
 def test_growth_is_per_1000_jobs_and_per_hour_only_from_a_long_phase():
     """"+684 MiB/h at 400 jobs/s" was a 12 s phase scaled 300 times; awa's cell read "+403 MiB/h"
     while its tables grew less with the snapshot held than without."""
@@ -334,3 +349,15 @@ def test_a_system_drained_at_another_backlog_is_named_where_it_is_ranked():
     peaks = drain.findings(summary, None)[0]
     assert "postgres/skip_locked 75,000 jobs/s (4×50);" in peaks
     assert "postgres/pg-boss 20 jobs/s (" in peaks and ", from 200 jobs)." in peaks
+
+
+def test_a_ranking_across_backends_names_every_backlog_apart_from_the_usual():
+    """Turso drains 1,000 jobs a cell, the rest 5,000: usual on Turso, yet apart in a ranking of all."""
+    rows = ([r | {"prefill": 5000} for r in _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25)
+             + _drain_rows(("postgres", "pgmq"), 1500, 1.5, 25)] + _drain_rows(("turso", "sqlite"), 300, 1.2, 10))
+    summary = drain.summarize(frame(rows, SAMPLES))
+    assert drain.odd_backlogs(summary) == {}  # every cell on Turso drains one size
+    assert drain.backlogs_apart(summary) == {"turso/sqlite": 1000}
+    peaks = drain.findings(summary, None)[0]
+    assert "turso/sqlite " in peaks and ", from 1,000 jobs)" in peaks
+    assert "postgres/pgmq " in peaks and "from 5,000" not in peaks

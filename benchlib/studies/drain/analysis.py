@@ -100,6 +100,18 @@ def odd_backlogs(summary: pl.DataFrame) -> dict[str, int]:
     return out
 
 
+def backlogs_apart(summary: pl.DataFrame) -> dict[str, int]:
+    """{system: its backlog} for the systems whose grid drained another backlog than most systems
+    on any backend did (Turso's 1,000, S3's 100, River's and pg-boss's 200): what a list that ranks
+    systems of every backend together must say beside them."""
+    per = summary.filter(pl.col("prefill").is_not_null()).group_by("system", maintain_order=True).agg(
+        pl.col("prefill").max())
+    if not per.height:
+        return {}
+    usual = per["prefill"].value_counts(sort=True).row(0)[0]
+    return {r["system"]: r["prefill"] for r in per.iter_rows(named=True) if r["prefill"] != usual}
+
+
 def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:
     """Per system: the peak, and what more consumers and bigger batches do (ratios of means
     between cells of the same backlog; None where the backlogs differ)."""
@@ -144,7 +156,8 @@ def depth_summary(df: pl.DataFrame) -> pl.DataFrame:
 
 def growth(depths: pl.DataFrame) -> list[dict[str, Any]]:
     """Per system: how its server CPU per job and its dequeue p50 grow from the smallest backlog
-    to the largest, as a power of the backlog (log-log slope), and what that says."""
+    to the largest, as a power of the backlog (log-log slope), and what that says. The cost is the
+    server's CPU per job; where no server runs (SQLite, inside the client), the dequeue p50."""
     out = []
     for (backend, queue), part in depths.group_by(["backend", "queue"], maintain_order=True):
         part = part.sort("prefill")
@@ -154,8 +167,9 @@ def growth(depths: pl.DataFrame) -> list[dict[str, Any]]:
         span = math.log(hi["prefill"] / lo["prefill"])
         power = {k: math.log(hi[k] / lo[k]) / span if lo[k] and hi[k] else None
                  for k in ("server_cpu_us_per_job", "dequeue_p50_ms", "throughput_mean")}
-        cost = power["server_cpu_us_per_job"]
-        out.append({"backend": backend, "queue": queue, "lo": lo, "hi": hi, "power": power,
+        measure = next((k for k in ("server_cpu_us_per_job", "dequeue_p50_ms") if power[k] is not None), None)
+        cost = power[measure] if measure else None
+        out.append({"backend": backend, "queue": queue, "lo": lo, "hi": hi, "power": power, "measure": measure,
                     "verdict": None if cost is None else "grows" if cost >= GROWS_AS_BACKLOG
                     else "flat" if cost < FLAT else "rises"})
     return out
@@ -171,10 +185,14 @@ def depth_table(depths: pl.DataFrame) -> Table:
 
 def depth_findings(depths: pl.DataFrame) -> list[str]:
     """One sentence per system whose cost per job grows with the backlog, then one for the rest."""
-    out, flat, rises = [], [], []
+    out, flat, rises, serverless = [], [], [], []
+    words = {"grows": "grows about as the backlog", "rises": "grows more slowly than the backlog", "flat": "stays flat"}
     for g in growth(depths):
         lo, hi, name = g["lo"], g["hi"], g["queue"] if g["backend"] == "postgres" else f"{g['queue']} ({g['backend']})"
-        if g["verdict"] == "rises":  # one sentence for them all, the common fact said once
+        if g["measure"] == "dequeue_p50_ms":
+            serverless.append(f"{name} {words[g['verdict']]}, {10 ** g['power']['dequeue_p50_ms']:.1f}× "
+                              f"({fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms)")
+        elif g["verdict"] == "rises":  # one sentence for them all, the common fact said once
             rises.append(f"{name} {10 ** g['power']['server_cpu_us_per_job']:.1f}× ({fmt(lo['server_cpu_us_per_job'])} → "
                          f"{fmt(hi['server_cpu_us_per_job'])} µs)")
         elif g["verdict"] == "grows":
@@ -192,6 +210,9 @@ def depth_findings(depths: pl.DataFrame) -> list[str]:
     if flat:
         out.append(f"The server's CPU per job stays flat from the smallest backlog to the largest for "
                    f"{', '.join(flat)}.")
+    if serverless:
+        out.append("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs: "
+                   f"{'; '.join(serverless)}.")
     return out
 
 
@@ -208,7 +229,7 @@ def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
         return []
     out = []
     top = sorted(lv, key=lambda x: x["peak"] or 0, reverse=True)
-    odd = odd_backlogs(summary)
+    odd = backlogs_apart(summary)
     out.append("Peaks, fastest first: " + "; ".join(
         f"{x['system']} {fmt(x['peak'])} jobs/s ({x['peak_consumers']}×{x['peak_batch']}"
         + (f", from {fmt(odd[x['system']])} jobs" if x["system"] in odd else "") + ")" for x in top) + ".")

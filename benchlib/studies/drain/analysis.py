@@ -88,28 +88,22 @@ def _ratio(over: tuple[float | None, int | None], base: tuple[float | None, int 
     return x / y if x and y and n is not None and n == m else None
 
 
-def odd_backlogs(summary: pl.DataFrame) -> dict[str, int]:
-    """{system: its backlog} for the systems whose grid drained another backlog than most systems
-    on their backend did (River and pg-boss at their polling-capped defaults): what a list that
-    ranks systems together must say beside them."""
-    out: dict[str, int] = {}
-    for _, part in summary.filter(pl.col("prefill").is_not_null()).group_by("backend", maintain_order=True):
-        per = part.group_by("system", maintain_order=True).agg(pl.col("prefill").max())
-        usual = per["prefill"].value_counts(sort=True).row(0)[0]
-        out |= {r["system"]: r["prefill"] for r in per.iter_rows(named=True) if r["prefill"] != usual}
-    return out
-
-
 def backlogs_apart(summary: pl.DataFrame) -> dict[str, int]:
-    """{system: its backlog} for the systems whose grid drained another backlog than most systems
-    on any backend did (Turso's 1,000, S3's 100, River's and pg-boss's 200): what a list that ranks
-    systems of every backend together must say beside them."""
+    """{system: its backlog} for the systems whose grid drained another backlog than most of the
+    summary's systems did: what a list that ranks them together must say beside them (across
+    backends: Turso's 1,000, S3's 100; River's and pg-boss's 200 everywhere)."""
     per = summary.filter(pl.col("prefill").is_not_null()).group_by("system", maintain_order=True).agg(
         pl.col("prefill").max())
     if not per.height:
         return {}
     usual = per["prefill"].value_counts(sort=True).row(0)[0]
     return {r["system"]: r["prefill"] for r in per.iter_rows(named=True) if r["prefill"] != usual}
+
+
+def odd_backlogs(summary: pl.DataFrame) -> dict[str, int]:
+    """backlogs_apart within each backend: the systems (River and pg-boss at their polling-capped
+    defaults) that break "every cell on a backend drains one backlog"."""
+    return {k: v for _, part in summary.group_by("backend", maintain_order=True) for k, v in backlogs_apart(part).items()}
 
 
 def levers(summary: pl.DataFrame) -> list[dict[str, Any]]:

@@ -57,8 +57,8 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
         manifest_path.write_text(original)
     assert "**Something else used the machine** during 1 run" in text and "sqlite__sqlite (40 %)" in text
     crowded = manifest["company_per_cell"][first_cell]["cell"]
-    assert "Cells measured while others took 10 % or more of the CPU (their share in brackets), per run:" in text
-    assert f"- drain / sqlite__sqlite: {crowded} (50%).\n" in text  # and only that one: a millisecond cell's tick is no company
+    assert "Cells measured while others took 10 % or more of the CPU (their share in brackets):" in text
+    assert f"| drain | sqlite__sqlite | {crowded} (50%) |\n" in text  # and only that one: a millisecond cell's tick is no company
     assert "**ran with the server's own values**" in text and "`autovacuum_naptime` 1min instead of 2s" in text
 
 

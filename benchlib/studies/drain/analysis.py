@@ -178,7 +178,8 @@ def depth_table(depths: pl.DataFrame) -> Table:
 
 
 def depth_findings(depths: pl.DataFrame) -> list[str]:
-    """One sentence per system whose cost per job grows with the backlog, then one for the rest."""
+    """One sentence per system whose cost per job grows about as the backlog, one for those it grows
+    more slowly for, one for the flat rest; then one for the systems without a server (SQLite)."""
     out, flat, rises, serverless = [], [], [], []
     words = {"grows": "grows about as the backlog", "rises": "grows more slowly than the backlog", "flat": "stays flat"}
     for g in growth(depths):

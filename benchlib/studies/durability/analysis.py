@@ -310,8 +310,8 @@ def ratio_table(rr: pl.DataFrame, against: str = BASE, per_round: bool = False) 
 
 def decomposition(df: pl.DataFrame) -> pl.DataFrame:
     """`tuned` and its settings one at a time, each against `default` of the same round, at the
-    client counts where every one of them was measured in two rounds or more (the standard
-    profile: 2 and 4)."""
+    client counts where every one of them was measured in two rounds or more (the full
+    profile: 2 and 4; where `tuned` ran without them, its every client count)."""
     rr = round_ratios(df, TUNED)
     if rr.is_empty():
         return rr

@@ -19,10 +19,10 @@ from benchlib.studies.durability.analysis import (
     config_order,
     crash_summary,
     decomposition,
-    taken_apart,
     fits,
     primary_major,
     round_ratios,
+    taken_apart,
 )
 
 MAX_WIDTH = 1200

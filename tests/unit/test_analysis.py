@@ -310,10 +310,11 @@ def test_the_depth_axis_on_sqlite_speaks_of_the_dequeue_p50():
     """SQLite has no server: its cost is the dequeue p50, said apart from the servers' CPU."""
     rows = [{**r, "backend": "sqlite", "server_cpu_us_per_job": None}
             for r in _depth_rows("pgqrs", 0.4) + _depth_rows("sqlite", 0.0)]
-    depths = drain.depth_summary(frame(rows + _depth_rows("skip_locked", 0.02), SAMPLES))
+    unmeasured = [{**r, "server_cpu_us_per_job": None} for r in _depth_rows("pgmq", 0.9)]  # on a server: no verdict
+    depths = drain.depth_summary(frame(rows + _depth_rows("skip_locked", 0.02) + unmeasured, SAMPLES))
     assert {g["queue"]: (g["measure"], g["verdict"]) for g in drain.growth(depths)} == {
         "pgqrs": ("dequeue_p50_ms", "rises"), "sqlite": ("dequeue_p50_ms", "flat"),
-        "skip_locked": ("server_cpu_us_per_job", "flat")}
+        "skip_locked": ("server_cpu_us_per_job", "flat"), "pgmq": (None, None)}
     flat, serverless = drain.depth_findings(depths)
     assert flat.endswith("for skip_locked.")
     assert serverless == ("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs: "

@@ -161,7 +161,8 @@ def growth(depths: pl.DataFrame) -> list[dict[str, Any]]:
         span = math.log(hi["prefill"] / lo["prefill"])
         power = {k: math.log(hi[k] / lo[k]) / span if lo[k] and hi[k] else None
                  for k in ("server_cpu_us_per_job", "dequeue_p50_ms", "throughput_mean")}
-        measure = next((k for k in ("server_cpu_us_per_job", "dequeue_p50_ms") if power[k] is not None), None)
+        measure = "server_cpu_us_per_job" if backend == "postgres" else "dequeue_p50_ms"  # no server elsewhere
+        measure = measure if power[measure] is not None else None
         cost = power[measure] if measure else None
         out.append({"backend": backend, "queue": queue, "lo": lo, "hi": hi, "power": power, "measure": measure,
                     "verdict": None if cost is None else "grows" if cost >= GROWS_AS_BACKLOG

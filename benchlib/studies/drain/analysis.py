@@ -192,10 +192,9 @@ def depth_findings(depths: pl.DataFrame) -> list[str]:
             rises.append(f"{name} {10 ** g['power']['server_cpu_us_per_job']:.1f}× ({fmt(lo['server_cpu_us_per_job'])} → "
                          f"{fmt(hi['server_cpu_us_per_job'])} µs)")
         elif g["verdict"] == "grows":
-            how = "about as the backlog" if g["verdict"] == "grows" else "more slowly than the backlog"
             deq = (f", dequeue p50 {fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms"
                    if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else "")
-            out.append(f"**{name}**: server CPU per job grows {how} ({10 ** g['power']['server_cpu_us_per_job']:.1f}× "
+            out.append(f"**{name}**: server CPU per job {words['grows']} ({10 ** g['power']['server_cpu_us_per_job']:.1f}× "
                        f"for 10× the jobs): {fmt(lo['server_cpu_us_per_job'])} → {fmt(hi['server_cpu_us_per_job'])} "
                        f"µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} jobs{deq}; "
                        f"{fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")

@@ -1,5 +1,10 @@
 """Shared chart helpers, and offline rendering everywhere.
 
+Every chart states its finding: its title is a sentence computed from the rows it draws
+(`stated`, numbers to two significant figures by `sig`), and its top-level `description`
+is a one-sentence caption (what is drawn, how to read it) that the report prints under the
+figure. A chart fits a screen: at most MAX_WIDTH wide and MAX_HEIGHT tall.
+
 Charts never touch a database. Every chart is rendered by vl-convert, which ships
 Vega and Vega-Lite inside the wheel: files (SVG + PNG) for the report, and inline SVG
 in notebooks (`alt.renderers.enable("svg")`), so a chart shows in JupyterLab, in
@@ -64,6 +69,9 @@ def save(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
 # explicit domain (`shared_domain`), computed once over every panel it is compared with.
 
 MAX_WIDTH = 1200
+MAX_HEIGHT = 900  # a laptop screen: a chart taller than this is read in pieces, and compared in none
+CAPTION_WORDS = 40  # a caption is one sentence a reader takes in at a glance
+TITLE_WORDS = 12
 # Written into every SVG `save` writes: figures without it were rendered before the charts
 # kept to MAX_WIDTH (the committed-figures test skips those, saying so).
 STAMP = f"<!-- benchlib charts: small multiples, at most {MAX_WIDTH} px wide -->"
@@ -91,11 +99,13 @@ def shared_domain(values: list[float | None], *, zero: bool = True) -> list[floa
 
 
 def wrap(layer: alt.TopLevelMixin, data: pl.DataFrame, field: str, *, columns: int, order: list[str] | None = None,
-         title: str | alt.TitleParams | None = None, header: str | None = None) -> alt.FacetChart:
+         title: str | alt.TitleParams | None = None, header: str | None = None, label_limit: int | None = None,
+         label_size: int = 11) -> alt.FacetChart:
     """One panel per value of `field` that has rows, `columns` panels a row: a grid without
-    empty cells (a wrapped facet draws only the values present)."""
-    facet = alt.Facet(f"{field}:N", title=header, sort=order or "ascending",
-                      header=alt.Header(labelFontSize=11, labelFontWeight="bold"))
+    empty cells (a wrapped facet draws only the values present). `label_limit` (px): a panel
+    name longer than it is cut short rather than widening its column past the panel."""
+    facet = alt.Facet(f"{field}:N", title=header, sort=order or "ascending", header=alt.Header(
+        labelFontSize=label_size, labelFontWeight="bold", labelLimit=label_limit or alt.Undefined))
     # each panel its own x-axis: a wrapped grid's last row otherwise leaves axes under no panel
     chart = layer.facet(facet=facet, columns=columns, data=data, spacing={"row": 14, "column": 16}
                         ).resolve_axis(x="independent")
@@ -103,9 +113,21 @@ def wrap(layer: alt.TopLevelMixin, data: pl.DataFrame, field: str, *, columns: i
 
 
 def placeholder(text: str, width: int = 400) -> alt.Chart:
-    """A chart that says why there is nothing to draw (rather than an empty frame)."""
+    """A chart that says why there is nothing to draw (rather than an empty frame); its title and
+    caption say the same, so a report that prints captions has one for it too."""
     return alt.Chart(pl.DataFrame({"text": [text]})).mark_text(size=13, align="left", x=5).encode(
-        text="text:N").properties(width=width, height=40)
+        text="text:N").properties(width=width, height=40, title=title("Nothing to draw"),
+                                  description=f"Nothing is drawn: {text}.")
+
+
+def decades(domain: list[float]) -> list[float]:
+    """The powers of ten within `domain`: a small log axis's ticks (its default 2s and 3s run
+    '300' into '1,000')."""
+    low, high = domain
+    if low <= 0 or high <= 0:
+        return []
+    return [10.0 ** k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+            if low <= 10.0 ** k <= high]
 
 
 SUBTITLE_CHARS = 140  # a subtitle line at 11 px: about 850 px, well inside MAX_WIDTH
@@ -120,6 +142,68 @@ def title(text: str, *subtitle: str) -> alt.TitleParams:
 
 def svg_width(svg: str) -> float | None:
     """The width attribute of an SVG's root element (None: it has none)."""
+    return _svg_size(svg, "width")
+
+
+def svg_height(svg: str) -> float | None:
+    """The height attribute of an SVG's root element (None: it has none)."""
+    return _svg_size(svg, "height")
+
+
+def _svg_size(svg: str, attribute: str) -> float | None:
     root = re.search(r"<svg\b[^>]*>", svg)
-    found = re.search(r'\swidth="([0-9.]+)(?:px)?"', root.group(0)) if root else None
+    found = re.search(rf'\s{attribute}="([0-9.]+)(?:px)?"', root.group(0)) if root else None
     return float(found.group(1)) if found else None
+
+
+# --- titles that state a finding ----------------------------------------------------------
+
+
+def sig(value: float | None, digits: int = 2) -> str:
+    """`value` to `digits` significant figures, with thousands separators (2.9, 29, 30,000, 0.046):
+    a title's number is read, not looked up, and a third figure is noise between runs."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    rounded = round(value, digits - 1 - magnitude)
+    magnitude = math.floor(math.log10(abs(rounded)))  # 9.96 rounds up to 10: one decimal fewer
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{rounded:,.{decimals}f}"
+
+
+def span(low: float, high: float, unit: str = "") -> str:
+    """A range of values as a title writes it: '2.9–29×', or one value when both round alike."""
+    a, b = sig(low), sig(high)
+    return f"{a}{unit}" if a == b else f"{a}–{b}{unit}"
+
+
+def of(k: int, n: int) -> str:
+    """'11 of 13', or 'all 8' when it is every one."""
+    return f"all {n}" if k == n and n > 1 else f"{k} of {n}"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def stated(chart: alt.TopLevelMixin, finding: str, caption: str, *subtitle: str) -> alt.TopLevelMixin:
+    """`chart` titled with its `finding` (a sentence computed from its data; a subtitle may qualify
+    it) and captioned with `caption` in its top-level `description`: what is drawn, how to read it."""
+    return chart.properties(title=title(finding, *subtitle), description=caption)
+
+
+def naming(caption: str, lead: str, names: list[str], why: str = "") -> str:
+    """`caption` and a sentence naming what a chart leaves out ("Not drawn (why): a, b, c."), with
+    as many names as keep the whole within CAPTION_WORDS, the rest counted ("and 3 more")."""
+    names = list(names)
+    if not names:
+        return caption
+    for shown in range(len(names), 0, -1):
+        rest = len(names) - shown
+        listed = ", ".join(names[:shown]) + (f" and {rest} more" if rest else "")
+        text = f"{caption} {lead}{f' ({why})' if why else ''}: {listed}."
+        if words(text) <= CAPTION_WORDS:
+            return text
+    return f"{caption} {lead}: {len(names)}."

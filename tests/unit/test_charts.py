@@ -1,6 +1,8 @@
 """Charts a person can read: every chart of the drain, xmin-horizon, capacity and enqueue studies at
-most 1,200 px wide, no empty panel, one colour per system; and the committed figures that
-report.md shows within the same width.
+most 1,200 px wide and 900 px tall, no empty panel, one colour per system, a title that states
+a finding and a caption (`description`) of at most 40 words, no curve fitted through a few
+points; the same on the committed data (durability's charts too); and the committed figures
+that report.md shows within the same width.
 
 The fixture frames have the published schemas' columns and the shape of the standard
 profile (every system on its backends, worker systems without dequeue or ack latency,
@@ -9,6 +11,7 @@ rotation on two servers), so the widest layouts the report draws are the ones te
 """
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -165,7 +168,6 @@ def every_chart() -> dict[str, object]:
     steps, results = capacity_tables()
     brackets = capacity_analysis.brackets(results)
     out = {f"drain/{name}": make(drain) for name, make in drain_charts.CHARTS.items()}
-    out["drain/scaling_fits"] = drain_charts.scaling_fits_chart(drain)
     # the full profile's sweep: more consumer counts and batch sizes, six-digit rates
     full = drain_samples([(b, q, k, peak * 10, [1, 10, 50, 100], [1, 2, 4, 8, 16])
                           for b, q, k, peak, _, _ in DRAIN_RUNS], samples=2)
@@ -257,7 +259,84 @@ def test_worker_systems_have_no_latency_panel_and_are_named_instead(rendered):
     svg = rendered["drain/latency_p95_vs_consumers"]
     named = set(re.findall(r">([a-z_-]+): (?:dequeue|ack)<", svg))  # the panels' headers
     assert "pgqueuer" not in named and "skip_locked" in named
-    assert "Not drawn: procrastinate, pgqueuer" in svg
+    assert "procrastinate, pgqueuer" in svg  # the subtitle names them
+    caption = every_chart()["drain/latency_p95_vs_consumers"].to_dict()["description"]
+    assert "Not drawn (worker systems): procrastinate, pgqueuer" in caption
+
+
+def test_every_chart_fits_in_900_px_height(rendered):
+    high = {name: shared.svg_height(svg) for name, svg in rendered.items()}
+    assert all(h is not None for h in high.values())
+    assert {n: h for n, h in high.items() if h > shared.MAX_HEIGHT} == {}
+
+
+def _title(spec: dict) -> tuple[str, list[str]]:
+    t = spec.get("title")
+    if isinstance(t, dict):
+        sub = t.get("subtitle") or []
+        return t.get("text") or "", [sub] if isinstance(sub, str) else list(sub)
+    return t or "", []
+
+
+def caption_and_title_problems(specs: dict[str, dict]) -> dict[str, str]:
+    """Per chart, what is wrong with its top-level title and caption: a caption (`description`) is
+    one sentence of 1 to 40 words; a title has 1 to 12 words and states a finding, so it carries a
+    number computed from the data or says there is none ('No ...')."""
+    out = {}
+    for name, spec in specs.items():
+        text, _ = _title(spec)
+        caption = spec.get("description") or ""
+        if not caption or shared.words(caption) > shared.CAPTION_WORDS:
+            out[name] = f"caption of {shared.words(caption)} words: {caption!r}"
+        elif not text or shared.words(text) > shared.TITLE_WORDS:
+            out[name] = f"title of {shared.words(text)} words: {text!r}"
+        elif not (re.search(r"\d", text) or text.startswith("No ") or " all " in text or "level" in text):
+            out[name] = f"title states no finding: {text!r}"
+    return out
+
+
+def test_every_chart_has_a_finding_for_title_and_a_caption(specs):
+    assert caption_and_title_problems(specs) == {}
+    # the check catches a descriptive title and a missing caption (the charts before they stated findings)
+    old = {"a": {"title": {"text": "Drain throughput against consumers, one panel per system"}, "description": "x"},
+           "b": {"title": "A bigger batch drains 2.9–29× faster for 11 of 13 systems"}}
+    assert set(caption_and_title_problems(old)) == {"a", "b"}
+
+
+def test_titles_are_computed_from_the_rows_drawn():
+    """The lever title counts what the data says: a batch that stops helping changes it."""
+    title = _title(drain_charts.throughput_vs_batch(drain_samples()).to_dict())[0]
+    assert re.fullmatch(r"A bigger batch drains [0-9.,]+(–[0-9.,]+)?× faster for (\d+ of \d+|all \d+) systems", title)
+    flat = drain_samples().with_columns(pl.lit(100.0).alias("throughput_jobs_s"))
+    assert _title(drain_charts.throughput_vs_batch(flat).to_dict())[0].startswith(
+        "A bigger batch drains no faster for any of")
+    assert shared.sig(2.93) == "2.9" and shared.sig(29.4) == "29" and shared.sig(30_123) == "30,000"
+    assert shared.sig(9.96) == "10" and shared.sig(0.0456) == "0.046" and shared.span(2.93, 29.4, "×") == "2.9–29×"
+
+
+def test_no_curve_is_fitted_in_any_chart(specs):
+    """A three-parameter curve through three points says nothing the points do not: no chart draws one."""
+    from benchlib.studies.durability import charts as durability_charts
+
+    assert not hasattr(drain_charts, "scaling_fits_chart")
+    assert "fitted" not in inspect.signature(durability_charts.throughput_vs_concurrency).parameters
+    assert not [name for name, spec in specs.items() if "fitted_" in str(spec)]
+
+
+def test_per_system_panels_have_their_own_scale_and_leave_out_a_system_without_the_axis(specs, rendered):
+    """Systems four orders of magnitude apart: each panel its own y-axis, none a flat line at
+    another's zero; a system measured at one batch size has no panel of throughput against
+    batch size and is named in the caption."""
+    for name in ("drain/throughput_vs_consumers", "drain/throughput_vs_batch", "drain/latency_p95_vs_consumers"):
+        assert {"y": "independent"} in [r.get("scale") for r in _find(specs[name], "resolve")], name
+    headers = set(re.findall(r">([a-z_-]+(?: \([A-Za-z0-9]+\))?)<", rendered["drain/throughput_vs_batch"]))
+    assert "procrastinate" not in headers and "river" not in headers and "skip_locked" in headers
+    assert "Not drawn (one batch size only): procrastinate, river, pg-boss" in specs["drain/throughput_vs_batch"][
+        "description"]
+
+
+def test_capacity_latency_has_one_panel_per_system(rendered):
+    assert len(panels(rendered["capacity/latency_vs_rate"])) == len(CAPACITY_SYSTEMS)
 
 
 def test_colour_always_means_the_system_and_each_system_keeps_its_colour(specs):
@@ -318,6 +397,51 @@ def _find(spec, key):
     elif isinstance(spec, list):
         for v in spec:
             yield from _find(v, key)
+
+
+def committed_charts(data: Path) -> dict[str, object]:
+    """Every chart the reports draw, on the committed standard-profile data of each study that
+    has it, prepared as the studies' report.py prepare it."""
+    from benchlib.results import load_profile
+    from benchlib.studies.durability import analysis as durability_analysis
+    from benchlib.studies.durability import charts as durability_charts
+
+    def load(study, table):
+        return load_profile(data, study, "standard", table)[0]
+
+    out = {}
+    if (drain := load("drain", "samples")) is not None:
+        out.update({f"drain/{n}": make(drain) for n, make in drain_charts.CHARTS.items()})
+    if (steps := load("capacity", "steps")) is not None and (results := load("capacity", "results")) is not None:
+        tables = capacity_analysis.upgrade({"steps": steps, "results": results})
+        b = capacity_analysis.brackets(tables["results"], tables["steps"])
+        out.update({f"capacity/{n}": make(tables["steps"], b) for n, make in capacity_charts.CHARTS.items()})
+    if (every := load("durability", "samples")) is not None:
+        primary = durability_analysis.primary_major(every)
+        df = durability_analysis.on_server(every, primary)
+        out["durability/throughput_vs_concurrency"] = durability_charts.throughput_vs_concurrency(df)
+        out.update({f"durability/{n}": make(every if n == "commit_settings_vs_default" else df)
+                    for n, make in durability_charts.CHARTS.items()})
+        if (crashes := load("durability", "crashes")) is not None:
+            out["durability/crash_loss"] = durability_charts.crash_loss(crashes, primary)
+    if (enqueue := load("enqueue", "samples")) is not None:
+        out.update({f"enqueue/{n}": make(enqueue) for n, make in enqueue_charts.CHARTS.items()})
+    if (xmin := load("xmin_horizon", "samples")) is not None:
+        out.update({f"xmin/{n}": make(xmin) for n, make in xmin_charts.CHARTS.items()})
+    return {n: c for n, c in out.items() if c is not None}
+
+
+def test_every_chart_on_the_committed_data_fits_a_screen_and_states_its_finding():
+    charts = committed_charts(REPO_ROOT / "data")
+    if not charts:
+        pytest.skip("no committed standard-profile data")
+    specs = {name: chart.to_dict() for name, chart in charts.items()}
+    sizes = {}
+    for name, spec in specs.items():
+        svg = vlc.vegalite_to_svg(spec)
+        sizes[name] = (shared.svg_width(svg), shared.svg_height(svg))
+    assert {n: s for n, s in sizes.items() if s[0] > shared.MAX_WIDTH or s[1] > shared.MAX_HEIGHT} == {}
+    assert caption_and_title_problems(specs) == {}
 
 
 def test_save_stamps_the_svg(tmp_path):

@@ -1,8 +1,8 @@
 """The capacity study's charts: pure functions of published rows (no database).
 
-One group of panels per backend, each with its own axis (PostgreSQL's fastest system
-sets no scale for SQLite's or S3's), each system in its report-wide colour
-(benchlib.palette), at most benchlib.charts.MAX_WIDTH wide.
+Each system in its report-wide colour (benchlib.palette), each chart at most
+benchlib.charts.MAX_WIDTH wide and MAX_HEIGHT tall, its title the finding computed
+from the rows it draws and its `description` the caption.
 """
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import altair as alt
 import polars as pl
 
 from benchlib import palette
-from benchlib.charts import backend_name, backend_order, placeholder, title, wrap
+from benchlib.charts import backend_name, backend_order, decades, placeholder, shared_domain, sig, stated, title, wrap
 from benchlib.studies.capacity import analysis
 
 WIDTH = 520
-LATENCY_W, LATENCY_H = 400, 260
+LATENCY_W, LATENCY_H = 150, 100
+LATENCY_COLUMNS = 5  # 5 panels of LATENCY_W and one shared y-axis: about 950 px
 
 
 def _batch_named(head: pl.Expr) -> pl.Expr:
@@ -69,42 +70,73 @@ def brackets_chart(b: pl.DataFrame) -> alt.TopLevelMixin:
             y=y, x=alt.X("end:Q", scale=x_scale), text="bracket:N")
         panels.append(alt.layer(bars, fails, notes).properties(
             width=WIDTH, height=24 * part.height, title=title(backend_name(backend))))
-    return alt.vconcat(*panels, spacing=18).resolve_scale(x="independent").properties(title=title(
-        "Highest rate kept up with (bar) and lowest that was not (tick)",
-        "One panel per backend, each on its own linear axis from zero; the bracket in numbers beside each bar."))
+    chart = alt.vconcat(*panels, spacing=18).resolve_scale(x="independent")
+    first = backend_order(data["backend"].to_list())[0]
+    top = data.filter((pl.col("backend") == first) & pl.col("kept").is_not_null()).sort("kept", descending=True)
+    finding = (f"On {backend_name(first)}, {top['system'][0]} keeps up with the most: {sig(top['kept'][0])} jobs/s"
+               if top.height else f"No system kept up with any rate on {backend_name(first)}")
+    return stated(chart, finding,
+                  "Per system: a bar to the highest offered rate (jobs/s) it kept up with, a black tick at the "
+                  "lowest it did not, the bracket in numbers beside it; one linear axis from zero per backend.")
 
 
 def latency_chart(steps: pl.DataFrame) -> alt.TopLevelMixin:
-    """End-to-end p99 against offered rate, one panel per backend (log scales of its own), one
-    line per system through the median of its steps at each rate; a failing step hollow."""
+    """End-to-end p99 against offered rate, one small panel per system (and backend, and batch
+    where a system ran more than one), a line through the median of its steps at each rate; a
+    failing step hollow.
+
+    Every panel shares one pair of log axes: a system's knee further right is a higher capacity,
+    a line higher up a slower queue, read across panels as on one chart; log scales keep pg-boss's
+    tens of jobs/s and a backlog's seconds of latency as legible as SKIP LOCKED's thousands and a
+    kept-up step's milliseconds. One line a panel: thirteen lines in one panel hid each other."""
     data = analysis.judged(steps).filter(pl.col("e2e_p99_ms").is_not_null() & (pl.col("purpose") != "pickup")).with_columns(
         pl.when(pl.col("verdict") == "pass").then(pl.lit("kept up")).otherwise(pl.lit("fell behind"))
-        .alias("outcome"), pl.col("backend").replace_strict(
-            {b: backend_name(b) for b in steps["backend"].unique().to_list()}, default=pl.col("backend"))
-        .alias("server"), _batch_named(pl.col("system")).alias("series"))
+        .alias("outcome"), _batch_named(pl.col("system")).alias("series"))
     if not data.height:
         return placeholder("no end-to-end latency to draw")
-    scale = palette.system_scale(list(set(data["system"])))
-    colour = alt.Color("system:N", title="system", scale=scale)
-    x = alt.X("rate:Q", title="offered jobs/s (log scale)", scale=alt.Scale(type="log"))
-    y_title = "end-to-end p99 (ms, log scale)"
+    data = data.with_columns(pl.when(pl.col("backend") == "postgres").then(pl.col("series")).otherwise(
+        pl.col("series") + " (" + pl.col("backend").replace_strict(
+            {b: backend_name(b) for b in data["backend"].unique().to_list()}, default=pl.col("backend")) + ")")
+        .alias("panel"))
+    backends = backend_order(data["backend"].to_list())
+    colours = palette.system_order(data["system"])
+    keys = data.select("backend", "system", "panel").unique().iter_rows(named=True)
+    order = [r["panel"] for r in sorted(keys, key=lambda r: (backends.index(r["backend"]), colours.index(r["system"]),
+                                                            r["panel"]))]
+    colour = alt.Color("system:N", title="system", scale=palette.system_scale(list(set(data["system"]))), legend=None)
+    x_domain = shared_domain(data["rate"].to_list(), zero=False)
+    y_domain = shared_domain(data["e2e_p99_ms"].to_list(), zero=False)
+    x = alt.X("rate:Q", title="offered jobs/s (log)", scale=alt.Scale(type="log", domain=x_domain, nice=False),
+              axis=alt.Axis(values=decades(x_domain), format=","))
+    y_title = "end-to-end p99 (ms, log)"
+    y_scale = alt.Scale(type="log", domain=y_domain, nice=False)
+    y_axis = alt.Axis(values=decades(y_domain), format=",")
     line = alt.Chart().mark_line().encode(
-        x=x, y=alt.Y("median(e2e_p99_ms):Q", title=y_title, scale=alt.Scale(type="log")), color=colour,
-        detail="series:N")
+        x=x, y=alt.Y("median(e2e_p99_ms):Q", title=y_title, scale=y_scale, axis=y_axis), color=colour)
     tooltip = ["system", "backend", alt.Tooltip("rate:Q", title="offered jobs/s", format=",.0f"), "verdict",
                alt.Tooltip("e2e_p99_ms:Q", title="end-to-end p99 (ms)", format=",.1f")]
-    step = alt.Chart().encode(x=x, y=alt.Y("e2e_p99_ms:Q", title=y_title, scale=alt.Scale(type="log")),
+    step = alt.Chart().encode(x=x, y=alt.Y("e2e_p99_ms:Q", title=y_title, scale=y_scale, axis=y_axis),
                               color=colour, tooltip=tooltip)
-    kept = step.mark_point(size=40, filled=True, opacity=1).transform_filter("datum.verdict == 'pass'")
-    behind = step.mark_point(size=40, filled=False, fill="white", strokeWidth=1.5, opacity=1).transform_filter(
+    kept = step.mark_point(size=25, filled=True, opacity=1).transform_filter("datum.verdict == 'pass'")
+    behind = step.mark_point(size=25, filled=False, fill="white", strokeWidth=1.5, opacity=1).transform_filter(
         "datum.verdict != 'pass'")
-    servers = [backend_name(b) for b in backend_order(data["backend"].to_list())]
     layer = alt.layer(line, kept, behind).properties(width=LATENCY_W, height=LATENCY_H)
-    return wrap(layer, data, "server", columns=min(2, len(servers)), order=servers).resolve_scale(
-        x="independent", y="independent").properties(title=title(
-            "Latency against offered rate (the knee is where a system falls behind)",
-            "One panel per backend, each on its own log scales; a line through the median of each rate's steps, "
-            "a point per step: filled if it kept up, hollow if not."))
+    chart = wrap(layer, data, "panel", columns=min(LATENCY_COLUMNS, len(order)), order=order)
+    return stated(chart, _latency_finding(data),
+                  "End-to-end p99 latency (ms) against offered jobs/s, one panel per system, all on the same log "
+                  "axes; a point per step, filled if the system kept up, hollow if it fell behind; the line joins "
+                  "each rate's median.")
+
+
+def _latency_finding(data: pl.DataFrame) -> str:
+    """The median p99 of the steps that kept up against that of the steps that fell behind."""
+    kept = data.filter(pl.col("verdict") == "pass")["e2e_p99_ms"].median()
+    behind = data.filter(pl.col("verdict") != "pass")["e2e_p99_ms"].median()
+    if kept is None:
+        return f"No step kept up: median p99 {sig(behind)} ms"
+    if behind is None:
+        return f"Every step kept up, at a median p99 of {sig(kept)} ms"
+    return f"Median p99: {sig(kept)} ms while keeping up, {sig(behind)} ms once behind"
 
 
 CHARTS = {"capacity_brackets": lambda steps, b: brackets_chart(b), "latency_vs_rate": lambda steps, b: latency_chart(steps)}

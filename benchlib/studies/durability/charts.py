@@ -3,15 +3,19 @@
 Every chart colours a configuration as benchlib/palette.py does (`config_scale`), so
 `async_eager` is the same colour in each; each chart stays within MAX_WIDTH pixels,
 servers and crash modes side by side as small multiples, and a chart with nothing to
-draw is None rather than an empty panel.
+draw is None rather than an empty panel. Each title states the chart's finding, computed
+from the rows it draws; each `description` is its one-sentence caption.
+
+No curve is fitted to the throughput: a scaling law has three parameters, and a cell has
+as few client counts as that, so a curve through them says nothing the points do not
+(the fits, with their intervals, are the report's table, not a line to read between points).
 """
 from __future__ import annotations
 
 import altair as alt
-import numpy as np
 import polars as pl
 
-from benchlib.charts import HEIGHT
+from benchlib.charts import HEIGHT, of, sig, span, stated
 from benchlib.palette import config_scale
 from benchlib.results import measured
 from benchlib.studies.durability.analysis import (
@@ -19,10 +23,8 @@ from benchlib.studies.durability.analysis import (
     config_order,
     crash_summary,
     decomposition,
-    fits,
     primary_major,
     round_ratios,
-    taken_apart,
 )
 
 MAX_WIDTH = 1200
@@ -34,36 +36,46 @@ def _colour(order: list[str], legend: bool = True) -> alt.Color:
                      legend=alt.Legend() if legend else None)
 
 
-def throughput_vs_concurrency(df: pl.DataFrame, fitted: list[dict] | None = None) -> alt.FacetChart:
-    """Measured samples (mean ± sd, log scales) and the fitted scaling-law curve, per configuration."""
+def throughput_vs_concurrency(df: pl.DataFrame) -> alt.FacetChart:
+    """Measured samples per configuration: mean ± sd (log scales), a line joining the means."""
     rows = measured(df).select("config", "queue", "jobs", "concurrency", "throughput_jobs_s")
-    curves = []
-    for x in fits(df) if fitted is None else fitted:
-        n = np.geomspace(1, x["max_concurrency"], 40)
-        curves.append(pl.DataFrame({"config": x["config"], "queue": x["queue"], "jobs": x["jobs"],
-                                    "concurrency": n, "fitted_jobs_s": x["fit"].predict(n)}))
-    data = pl.concat([rows, *curves], how="diagonal_relaxed") if curves else rows
     order = config_order(df)
     columns = max(1, rows["jobs"].n_unique())
     x = alt.X("concurrency:Q", title="clients (log scale)", scale=alt.Scale(type="log", base=2, nice=False),
               axis=alt.Axis(values=sorted(rows["concurrency"].unique().to_list()), format="d"))
     y_scale = alt.Scale(type="log")
     y_title = "throughput (jobs/s, log scale)"
-    base = alt.Chart().encode(x=x, color=_colour(order))
+    base = alt.Chart().encode(x=x, color=_colour(order)).transform_filter("isValid(datum.throughput_jobs_s)")
+    mean = alt.Y("mean(throughput_jobs_s):Q", title=y_title, scale=y_scale)
     means = base.mark_point(filled=True, size=50).encode(
-        y=alt.Y("mean(throughput_jobs_s):Q", title=y_title, scale=y_scale),
-        tooltip=["config", "concurrency", alt.Tooltip("mean(throughput_jobs_s):Q", format=",.0f"),
-                 alt.Tooltip("stdev(throughput_jobs_s):Q", format=",.0f")],
-    ).transform_filter("isValid(datum.throughput_jobs_s)")
-    bars = base.mark_errorbar(extent="stdev").encode(
-        y=alt.Y("throughput_jobs_s:Q", title=y_title, scale=y_scale)).transform_filter("isValid(datum.throughput_jobs_s)")
-    lines = base.mark_line().encode(y=alt.Y("fitted_jobs_s:Q", title=y_title, scale=y_scale)).transform_filter(
-        "isValid(datum.fitted_jobs_s)")
-    return alt.layer(bars, means, lines).properties(width=min(360, (MAX_WIDTH - 200) // columns),
-                                                    height=HEIGHT + 60).facet(
-        column=alt.Column("jobs:O", title="jobs in the backlog"), row=alt.Row("queue:N", title=None),
-        data=data).properties(
-        title="Dequeue 1 + ack per configuration: mean ± sd of the samples (points), fitted scaling law (lines)")
+        y=mean, tooltip=["config", "concurrency", alt.Tooltip("mean(throughput_jobs_s):Q", format=",.0f"),
+                         alt.Tooltip("stdev(throughput_jobs_s):Q", format=",.0f")])
+    bars = base.mark_errorbar(extent="stdev").encode(y=alt.Y("throughput_jobs_s:Q", title=y_title, scale=y_scale))
+    lines = base.mark_line(strokeWidth=1.5, opacity=0.8).encode(y=mean)
+    chart = alt.layer(bars, lines, means).properties(width=min(360, (MAX_WIDTH - 200) // columns),
+                                                     height=HEIGHT + 60).facet(
+        column=alt.Column("jobs:O", title="jobs in the backlog"), row=alt.Row("queue:N", title=None), data=rows)
+    return stated(chart, _fastest(rows),
+                  "Mean throughput (jobs/s) of the samples against clients, both axes log, ± one sd, a colour per "
+                  "configuration; the line joins the means (no curve fitted); a panel per queue and backlog.")
+
+
+def _fastest(rows: pl.DataFrame) -> str:
+    """Which configuration has the highest mean throughput at the most cells (queue, backlog, clients),
+    and by how much it beats `default` there."""
+    means = rows.filter(pl.col("throughput_jobs_s").is_not_null()).group_by(
+        "config", "queue", "jobs", "concurrency").agg(pl.col("throughput_jobs_s").mean().alias("mean"))
+    if not means.height:
+        return "No throughput measured"
+    cells = means.sort("mean", descending=True).group_by("queue", "jobs", "concurrency").first()
+    wins = cells.group_by("config").len().sort("len", descending=True)
+    best, k = wins.row(0)
+    default = means.filter(pl.col("config") == "default").select("queue", "jobs", "concurrency",
+                                                                   pl.col("mean").alias("default"))
+    gains = cells.filter(pl.col("config") == best).join(default, on=["queue", "jobs", "concurrency"])
+    ratios = [m / d for m, d in zip(gains["mean"], gains["default"]) if d] if best != "default" else []
+    return (f"{best} is fastest at {of(k, cells.height)} cells"
+            + (f", {span(min(ratios), max(ratios), '×')} default" if ratios else ""))
 
 
 def _server(df: pl.DataFrame, primary: int | None) -> pl.DataFrame:
@@ -120,21 +132,32 @@ def crash_loss(crashes: pl.DataFrame, primary: int | None = None) -> alt.VConcat
         return alt.layer(crash, interval, middle).properties(width=alt.Step(step), height=HEIGHT).facet(
             column=alt.Column("server:N", title=None, sort=servers), data=data).resolve_scale(x="independent")
 
-    return alt.vconcat(
+    chart = alt.vconcat(
         panel("lost", "lost_lo", "lost_hi", "lost_median", "acknowledged jobs lost per crash (log scale from 0)"),
-        panel("lost_ms", "ms_lo", "ms_hi", "ms_median", "acknowledged work lost per crash (ms, log scale from 0)"),
-    ).properties(title=alt.Title("What a SIGKILL of the whole server took back, per configuration and server",
-                                 subtitle="each crash a point; black: the median and its order-statistic interval"))
+        panel("lost_ms", "ms_lo", "ms_hi", "ms_median", "acknowledged work lost per crash (ms, log scale from 0)"))
+    crashes_by = points.group_by("config").agg(pl.col("lost").max().alias("most"), pl.len().alias("n"))
+    lossy = crashes_by.filter(pl.col("most") > 0)
+    if not lossy.height:
+        finding = f"No SIGKILL lost an acknowledged job ({int(crashes_by['n'].sum())} crashes)"
+    else:
+        safe = [c for c in order if c in set(crashes_by.filter(pl.col("most") == 0)["config"])]
+        finding = (f"{of(lossy.height, crashes_by.height)} configurations lost acknowledged jobs, up to "
+                   f"{sig(float(lossy['most'].max()))} a crash" + (f"; {' and '.join(safe[:2])} none" if safe and
+                                                                    len(safe) <= 2 else ""))
+    return stated(chart, finding,
+                  "Per configuration and server, each SIGKILL of the server a point (shape: crash mode), the black "
+                  "tick its median with the order-statistic interval; top: acknowledged jobs lost, bottom: ms of "
+                  "acknowledged work lost.")
 
 
-def _ratio_chart(rr: pl.DataFrame, primary: int | None, title: str, subtitle: str, y_title: str,
-                 order: list[str]) -> alt.FacetChart | None:
-    """Per-round ratios (points), their geometric mean (tick) and its 95 % interval (rule), per client count."""
+def _ratio_chart(rr: pl.DataFrame, primary: int | None, y_title: str, order: list[str]) -> alt.FacetChart | None:
+    """Per-round ratios (points), their geometric mean (tick) and its 95 % interval (rule), per client count;
+    the title names the configuration with the highest geometric mean on the first server drawn."""
     if rr.is_empty():
         return None
     queue, jobs = rr["queue"][0], int(rr["jobs"].min())  # the cell the findings speak of
     rr = _server(rr.filter((pl.col("queue") == queue) & (pl.col("jobs") == jobs)), primary)
-    subtitle = f"{queue}, {jobs:,} jobs; {subtitle}"
+    subtitle = f"{queue}, {jobs:,} jobs"
     rounds = rr.select("config", "server", "server_rank", "server_major", "concurrency",
                        pl.col("ratios").alias("ratio")).explode("ratio").with_columns(pl.lit("round").alias("kind"))
     data = pl.concat([rounds, rr.drop("ratios").with_columns(pl.lit("mean").alias("kind"))], how="diagonal_relaxed")
@@ -161,18 +184,22 @@ def _ratio_chart(rr: pl.DataFrame, primary: int | None, title: str, subtitle: st
         tooltip=["config", "server", "concurrency", "rounds", alt.Tooltip("mean:Q", format=".2f"),
                  alt.Tooltip("lo:Q", format=".2f"), alt.Tooltip("hi:Q", format=".2f")],
     ).transform_filter("datum.kind == 'mean'")
-    return alt.layer(one, points, interval, mean).properties(width=width, height=HEIGHT + 40).facet(
-        column=alt.Column("server:N", title=None, sort=servers), data=data).properties(
-        title=alt.Title(title, subtitle=subtitle))
+    chart = alt.layer(one, points, interval, mean).properties(width=width, height=HEIGHT + 40).facet(
+        column=alt.Column("server:N", title=None, sort=servers), data=data)
+    first = rr.filter(pl.col("server") == servers[0]).sort("mean", descending=True).row(0, named=True)
+    verb = "gains most" if first["mean"] > 1 else "loses least"
+    return stated(chart, f"{first['config']} {verb}: {sig(first['mean'])}× default at "
+                  f"{first['concurrency']} client{'s' if first['concurrency'] != 1 else ''}",
+                  "Throughput over default's in the same round and server (log), per client count: a point per "
+                  "round, the tick their geometric mean, the bar its 95 % interval; above the dashed line at 1 is "
+                  "faster.", f"{subtitle}; the title's numbers: {servers[0]}.")
 
 
 def commit_settings_vs_default(df: pl.DataFrame) -> alt.FacetChart | None:
     """The commit settings (async commit, its WAL-writer variants, group commit) against `default`
     of the same round, per server and client count."""
     rr = round_ratios(df, COMMIT)
-    return _ratio_chart(rr, primary_major(df), "Commit settings against default of the same round and server",
-                        "each round's throughput ratio a point; tick: geometric mean; bar: its 95 % Student's t interval",
-                        "throughput / default's (log scale)", list(COMMIT))
+    return _ratio_chart(rr, primary_major(df), "throughput / default's (log scale)", list(COMMIT))
 
 
 def tuned_decomposition(df: pl.DataFrame) -> alt.FacetChart | None:
@@ -180,11 +207,7 @@ def tuned_decomposition(df: pl.DataFrame) -> alt.FacetChart | None:
     d = decomposition(df)
     if d.is_empty():
         return None
-    title = ("tuned taken apart: each of its settings alone against default of the same round" if taken_apart(d)
-             else "tuned against default of the same round")
-    return _ratio_chart(d, primary_major(df), title,
-                        "each round's throughput ratio a point; tick: geometric mean; bar: its 95 % Student's t interval",
-                        "throughput / default's (log scale)", config_order(d))
+    return _ratio_chart(d, primary_major(df), "throughput / default's (log scale)", config_order(d))
 
 
 def latency_vs_concurrency(df: pl.DataFrame) -> alt.FacetChart:
@@ -206,10 +229,27 @@ def latency_vs_concurrency(df: pl.DataFrame) -> alt.FacetChart:
         y=alt.Y("mean:Q", title=y_title, scale=y_scale),
         tooltip=["config", "concurrency", alt.Tooltip("mean:Q", format=",.2f"), "samples"])
     bars = base.mark_rule().encode(y=alt.Y("low:Q", title=y_title, scale=y_scale), y2="high:Q")
-    return alt.layer(line, bars).properties(width=min(360, (MAX_WIDTH - 200) // columns), height=HEIGHT).facet(
+    chart = alt.layer(line, bars).properties(width=min(360, (MAX_WIDTH - 200) // columns), height=HEIGHT).facet(
         row=alt.Row("operation:N", title=None, sort=["dequeue", "ack"]),
-        column=alt.Column("jobs:O", title="jobs in the backlog"), data=data).properties(
-        title="p95 dequeue and ack latency per configuration: the mean of the samples' p95 (line), their range (bars)")
+        column=alt.Column("jobs:O", title="jobs in the backlog"), data=data)
+    return stated(chart, _latency_growth(data),
+                  "Mean of the samples' p95 latency (ms, log) against clients, the bar their range, a colour per "
+                  "configuration; a panel per call (dequeue above, ack below) and backlog size.")
+
+
+def _latency_growth(data: pl.DataFrame) -> str:
+    """How much each configuration's dequeue p95 grows from its fewest clients to its most."""
+    dq = data.filter(pl.col("operation") == "dequeue")
+    ratios = []
+    for _, part in dq.group_by("config", "queue", "jobs"):
+        lo, hi = part.sort("concurrency").row(0, named=True), part.sort("concurrency").row(-1, named=True)
+        if lo["concurrency"] != hi["concurrency"] and lo["mean"]:
+            ratios.append(hi["mean"] / lo["mean"])
+    if not ratios:
+        return "p95 dequeue and ack latency per configuration"
+    c_lo, c_hi = dq["concurrency"].min(), dq["concurrency"].max()
+    verb = "grows" if min(ratios) > 1 else "changes"
+    return f"Dequeue p95 {verb} {span(min(ratios), max(ratios), '×')} from {c_lo} to {c_hi} clients"
 
 
 # figures drawn from the throughput rows alone, in the order the report shows them

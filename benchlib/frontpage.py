@@ -1,39 +1,58 @@
-"""The report's first screen: one row per system, and what to use when, from the data.
+"""The report's scorecards: one row per system, a column or two per study, from the data.
 
-A reader choosing a queue looks for their candidate first. Each study contributes the
-columns it can answer (its report module's `front(tables, manifests)`: system ->
-{column: text}) and a few "use when" lines from its own numbers; this module only puts
-them side by side, with what the systems are (features.yaml: language, contract) and
-the exact versions the manifests recorded. A system a study did not measure, or could
-not run, keeps its row with a dash, or with the reason.
+A reader choosing a queue looks for their candidate first, among the products they could
+install. Each study contributes the columns it can answer (its report module's
+`scorecard(tables, manifests)`: row -> {column: text}); this module puts them side by
+side in three tables: the products on PostgreSQL, our reference designs on PostgreSQL,
+and every system on another backend (a row `<system> (<backend>)`). A product's variant
+(river-fast: its documented fast settings) shares the product's row: the variant's value
+where it has one, the default's beside it.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from benchlib import features
 from benchlib.tables import Table
 
-COLUMNS = ("system", "what it is", "version")
+DASH = "–"
 
 
-def table(fronts: list[dict[str, dict[str, str]]], about: dict[str, dict[str, str]],
-          versions: dict[str, str], order: list[str]) -> Table:
-    """fronts: each study's {system: {column: text}}; about: {system: {language, contract}} (a row
-    `<system> (<backend>)` is that system's)."""
-    columns: list[str] = []
-    for front in fronts:
-        for cells in front.values():
-            columns += [c for c in cells if c not in columns]
-    names = [n for n in order if any(n in f for f in fronts)]
-    rows = []
+def scorecards(columns: list[dict[str, dict[str, str]]], versions: dict[str, str],
+               order: list[str]) -> dict[str, Table]:
+    """{"products", "references", "elsewhere"}: each a table of the rows it has, with only the
+    columns some row of it fills."""
+    names = [n for n in order if any(n in c for c in columns)]
+    cells: dict[str, dict[str, str]] = {}
+    for study in columns:
+        for name, values in study.items():
+            cells.setdefault(name, {}).update(values)
+    heads = list(dict.fromkeys(col for study in columns for values in study.values() for col in values))
+    groups: dict[str, dict[str, dict[str, str]]] = {"products": {}, "references": {}, "elsewhere": {}}
     for name in names:
-        info = about.get(name.split(" (")[0], {})
-        what = ", ".join(x for x in (info.get("language"), info.get("contract")) if x) or "–"
-        row: dict[str, Any] = {"system": name, "what it is": what, "version": versions.get(name, "–")}
-        for front in fronts:
-            row |= front.get(name, {})
-        rows.append({c: row.get(c, "–") for c in (*COLUMNS, *columns)})
-    return Table(rows, columns=[*COLUMNS, *columns])
+        if " (" in name:
+            groups["elsewhere"][name] = cells[name]
+        elif not features.is_product(name):
+            groups["references"][name] = cells[name]
+        elif (base := features.row_of(name)) != name:
+            variant = name.removeprefix(base + "-")
+            row = groups["products"].setdefault(base, dict(cells.get(base, {})))
+            for col, value in cells[name].items():
+                default = cells.get(base, {}).get(col, DASH)
+                if value != DASH:
+                    row[col] = f"{value} ({variant} settings" + (f"; default {default})" if default != DASH else ")")
+        else:
+            groups["products"].setdefault(name, {}).update(cells[name])
+    out = {}
+    for group, rows in groups.items():
+        used = [h for h in heads if any(r.get(h, DASH) != DASH for r in rows.values())]
+        first = ["system", "version"] if group == "products" else ["system"]
+        out[group] = Table([{"system": n, **({"version": _short(versions.get(n, DASH))} if group == "products" else {}),
+                             **{h: r.get(h, DASH) for h in used}} for n, r in rows.items()], columns=first + used)
+    return out
+
+
+def _short(version: str) -> str:
+    """A version without what it was built from (in the provenance page): `pgmq 1.1.4`."""
+    return version.split(" (")[0]
 
 
 def versions(manifests: list[dict]) -> dict[str, str]:

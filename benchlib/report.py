@@ -9,14 +9,16 @@ computed from the data, so regenerating after a rerun leaves no stale claim behi
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import altair as alt
 import jinja2
 
-from benchlib import charts, features, frontpage, outputs, sweeps, timeline
+from benchlib import charts, features, frontpage, html, outputs, sweeps, timeline
 from benchlib.errors import BenchError
 from benchlib.results import load_profile, run_minutes, write_text
 from benchlib.queues import QUEUES
@@ -74,20 +76,20 @@ def _cells_with_company(manifest: dict) -> list[str]:
             if _company(c)]
 
 
-EVIDENCE_CHARS = 280  # an answer's evidence cell: the numbers that carry it, the rest is in its study's section
+_LINK = re.compile(r"(\]\()([^)#][^)\s]*)(\))")
 
 
-def _anchor(title: str) -> str:
-    """The link GitHub makes for a `## title` heading."""
-    return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c in "-_")
-
-
-def _short(row: dict[str, str]) -> dict[str, str]:
-    evidence = row["evidence"]
-    if len(evidence) > EVIDENCE_CHARS:
-        cut = evidence[:EVIDENCE_CHARS].rsplit("; ", 1)[0]
-        evidence = cut + "; … (its section has the rest)"
-    return {**row, "evidence": evidence}
+def relink(markdown: str, start: Path, page_dir: Path) -> str:
+    """A page's markdown with each relative link written from `start` (where the studies write
+    them: the report's folder) rewritten from `page_dir`, where the page lives."""
+    def move(m: re.Match) -> str:
+        target = m.group(2)
+        if re.match(r"^[a-z]+:", target) or target.startswith("/"):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        moved = os.path.relpath(start / path, page_dir) + (f"#{anchor}" if anchor else "")
+        return m.group(1) + moved + m.group(3)
+    return _LINK.sub(move, markdown)
 
 
 MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "os", "kernel")  # what names a host (fsync/s is the run's own)
@@ -157,24 +159,32 @@ def _stale_layout(tables: dict, schemas: dict) -> list[str]:
 
 def build(profile: str = "standard", *, data_dir: Path | None = None, figures_dir: Path | None = None,
           out: Path | None = None) -> Path:
-    """Write the report of `profile` (and its figures); paths default to the profile's own."""
+    """Write the report of `profile`: its front page (`out`), a page per study and the provenance
+    page beside it (in `<out stem>/`), report.html, findings.json, and the figures they show;
+    paths default to the profile's own. Figures and pages an earlier layout wrote and this one
+    does not are removed, so every file there is one a page shows."""
     studies = sweeps.studies_with(profile)
     where = outputs.for_profile(profile)
     data_dir = outputs.check_readable_data(data_dir or where.data_dir)
     out = Path(out or where.report)
     outputs.check_writable(out.parent, "the report")
+    pages = out.parent / out.stem
     figures_root = outputs.check_writable(figures_dir or where.figures_dir, "figures")
     env = _env()
-    sections, headline, manifests, fronts, use_when, stale_studies = [], [], [], [], [], []
+    sections, manifests, stale_studies, written = [], [], [], set()
+    drawn: dict[str, alt.TopLevelMixin] = {}  # figure path from the report's folder -> its chart
     with outputs.locked(data_dir):
         for name in studies:  # a profile of one study only (seed) has no section for the others
             study = STUDIES[name]
+            section = {"name": name, "title": study.report.TITLE, "question": study.report.QUESTION,
+                       "place": study.report.PLACE, "page": f"{pages.name}/{name}.md", "findings": [],
+                       "spread": None, "key": None, "scorecard": {}}
             loaded = {t: load_profile(data_dir, name, profile, t) for t in _reported(study.measure)}
             tables = {t: df for t, (df, _) in loaded.items()}
             found = next(iter(loaded.values()))[1]
             where_rel = os.path.relpath(data_dir / name / profile, out.parent)
             if any(df is None for df in tables.values()):
-                sections.append({"title": study.report.TITLE, "body": f"No `{profile}` results for this study in "
+                sections.append({**section, "body": f"No `{profile}` results for this study in "
                                  f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
                 continue
             if (upgrade := getattr(study.analysis, "upgrade", None)) is not None:
@@ -183,7 +193,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             if stale:
                 stale_studies.append(name)
                 shas = sorted({(m.get("git") or {}).get("sha", "?")[:7] for m in found})
-                sections.append({"title": study.report.TITLE, "body": (
+                sections.append({**section, "body": (
                     f"The `{profile}` results in `{where_rel}/` were written by an earlier layout of this study "
                     f"(commit {', '.join(shas)}) and lack {plural(len(stale), 'column')} it now records "
                     f"(`{'`, `'.join(stale[:3])}`{', …' if len(stale) > 3 else ''}), so they are not shown: "
@@ -192,35 +202,96 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
 
             def figure(chart_name: str, chart: alt.TopLevelMixin, study_name: str = name) -> Path:
                 svg = charts.save(chart, figures_root / study_name / profile / chart_name)[0]
-                return Path(os.path.relpath(svg, out.parent))
+                written.update({svg, svg.with_suffix(".png")})
+                rel = Path(os.path.relpath(svg, out.parent))
+                drawn[rel.as_posix()] = chart
+                return rel
 
             def other(other_profile: str, study_name: str = name) -> dict:
                 return {t: load_profile(data_dir, study_name, other_profile, t)[0]
                         for t in _reported(STUDIES[study_name].measure)}
 
             ctx = study.report.context(tables, found, figure, other)
-            headline += ctx["headline"]
             manifests += found
-            fronts.append(study.report.front(tables, found))
-            use_when += study.report.use_when(tables, found)
-            body = env.get_template(f"{name}/report.md.j2").render(s=ctx)
-            sections.append({"title": study.report.TITLE, "body": body, "anchor": _anchor(study.report.TITLE)})
+            key = next((p for p in drawn if Path(p).stem == study.report.KEY_CHART
+                        and Path(p).parent.parent.name == name), None)
+            sections.append({**section, "body": env.get_template(f"{name}/report.md.j2").render(s=ctx),
+                             "findings": study.report.findings(tables, found),
+                             "spread": study.report.spread(tables, found), "key": key,
+                             "caption": _caption(drawn[key]) if key else None,
+                             "scorecard": study.report.scorecard(tables, found)})
         if not manifests:
             older = f" ({', '.join(stale_studies)}: an earlier layout's)" if stale_studies else ""
             raise BenchError(f"no `{profile}` results this code can read in {data_dir}{older}: "
                              f"run `make report PROFILE={profile}` first")
-        front = frontpage.table(fronts, features.about(), frontpage.versions(manifests), list(QUEUES) + sorted(
-            {n for f in fronts for n in f} - set(QUEUES)))
+        sections.sort(key=lambda s: s["place"])
+        for section in sections:
+            section["sentences"] = [f.text() for f in section["findings"]]
         hosts = machines(manifests)
+        cards = frontpage.scorecards([s["scorecard"] for s in sections], frontpage.versions(manifests),
+                                     list(QUEUES) + sorted({n for s in sections for n in s["scorecard"]} - set(QUEUES)))
+        shared = {"profile": profile, "published": where.published, "first": manifests[0],
+                  "data_dir": os.path.relpath(data_dir, out.parent), "method": os.path.relpath(METHOD, out.parent),
+                  "pages": pages.name, "report": out.name}
+        findings = [f for s in sections for f in s["findings"]]
         text = env.get_template("report.md.j2").render(
-            profile=profile, published=where.published, sections=sections, manifests=manifests,
-            first=manifests[0], hosts=hosts, front=front.markdown(), use_when=use_when,
-            features=features.markdown(notes=False) if profile in ("standard", "full", "smoke") else "",
-            headline=Table([_short(h) for h in headline], columns=["question", "answer", "evidence"]).markdown()
-            if headline else "", method=os.path.relpath(METHOD, out.parent),
-            busy=[m for m in manifests if _had_company(m)], company=COMPANY,
-            runs=runs_table(manifests, hosts).markdown(), setting_sets=setting_sets(manifests),
-            data_dir=os.path.relpath(data_dir, out.parent))
+            **shared, sections=sections, cards={k: t.markdown() for k, t in cards.items()},
+            products=len(cards["products"].rows),
+            latest=[s["sentences"][0] for s in sections if s["sentences"]][:MAX_LATEST],
+            questions=_answers(findings))
+        page_texts = {f"{s['name']}.md": env.get_template("page.md.j2").render(**shared, s=s) for s in sections}
+        page_texts["provenance.md"] = env.get_template("provenance.md.j2").render(
+            **shared, manifests=manifests, hosts=hosts, busy=[m for m in manifests if _had_company(m)],
+            company=COMPANY, runs=runs_table(manifests, hosts).markdown(), setting_sets=setting_sets(manifests))
+        if profile in ("standard", "full", "smoke"):
+            page_texts["features.md"] = env.get_template("features.md.j2").render(**shared, features=features.markdown())
+        pages.mkdir(exist_ok=True)
+        for page, body in page_texts.items():
+            write_text(relink(body, out.parent, pages), pages / page)
         write_text(text, out)
+        shown = {path: chart for path, chart in drawn.items() if f"]({path})" in text}  # the front page's
+        write_text(html.page(text, shown, title=_title(text), kinds=_kinds()), out.with_suffix(".html"))
+        write_text(json.dumps([f.record() for f in findings], indent=1, ensure_ascii=False) + "\n",
+                   pages / "findings.json")
+        _remove_unwritten(figures_root, [(s["name"], profile) for s in sections], written,
+                          pages, {pages / p for p in page_texts} | {pages / "findings.json"})
     return out
 
+
+MAX_LATEST = 6  # bullets under "What the latest run found"
+
+
+def _caption(chart: alt.TopLevelMixin) -> str | None:
+    """A chart's one-line caption: the `description` its author gave it."""
+    text = chart.to_dict(validate=False).get("description")
+    return text or None
+
+
+def _title(markdown: str) -> str:
+    return next((line[2:] for line in markdown.splitlines() if line.startswith("# ")), "report")
+
+
+def _kinds() -> dict[str, str]:
+    """Every system a chart may name: product or reference (the HTML page's filter)."""
+    return {name: "product" if features.is_product(name) else "reference" for name in QUEUES}
+
+
+def _answers(found: list) -> list[dict[str, Any]]:
+    """Each question of findings.QUESTIONS with the findings that answer it ("not measured yet": none)."""
+    from benchlib.findings import QUESTIONS
+
+    return [{"question": q, "answers": [f.answer() for f in found if f.answers == key]} for key, q in QUESTIONS.items()]
+
+
+def _remove_unwritten(figures_root: Path, shown: list[tuple[str, str]], written: set[Path], pages: Path,
+                      kept: set[Path]) -> None:
+    """Delete what an earlier layout generated and this one did not: figures in the folders of the
+    studies rendered, and pages beside the report."""
+    for study, profile in shown:
+        folder = figures_root / study / profile
+        for f in folder.glob("*") if folder.is_dir() else []:
+            if f.suffix in (".svg", ".png") and f not in written:
+                f.unlink()
+    for f in pages.glob("*"):
+        if f.suffix in (".md", ".json") and f not in kept:
+            f.unlink()

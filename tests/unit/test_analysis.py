@@ -1,4 +1,4 @@
-"""The studies' analysis on fixture data: numbers, headline rows and prose come from the data."""
+"""The studies' analysis on fixture data: numbers, findings and prose come from the data."""
 from __future__ import annotations
 
 import polars as pl
@@ -35,21 +35,21 @@ def test_drain_levers_and_headline_come_from_the_data():
     by = {lv["system"]: lv for lv in drain.levers(summary)}
     assert round(by["postgres/skip_locked"]["consumer_ratio"], 2) == 1.5
     assert round(by["sqlite/sqlite"]["batch_ratio"], 2) == 30
-    rows = drain.headline(summary)
-    assert rows[0]["answer"] == "yes for postgres/skip_locked; no for sqlite/sqlite"
-    assert "1.50× from 1 to 4 consumers at batch 1" in rows[0]["evidence"]
-    assert rows[1]["answer"] == "yes, 25× to 30×: the strongest lever"
+    from benchlib.studies.drain.report import findings
+
+    batch, consumers = (f.text() for f in findings({"samples": DRAIN}, []))
+    assert batch == "On PostgreSQL, a bigger batch drained a backlog 25× faster for 1 of 1 systems."
+    assert consumers == "On PostgreSQL, 4 consumers drained faster than 1 for 1 of 1 systems."
 
 
 def test_the_batch_advice_calls_only_a_gain_faster_and_names_the_rest():
     """A ratio under 1 was once the low end of "a bigger batch drained a backlog 0.91× to 49× faster"."""
-    from benchlib.studies.drain.report import use_when
+    from benchlib.studies.drain.report import findings
 
     samples = frame(_drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25)
                     + _drain_rows(("postgres", "awa"), 600, 1.0, 0.9), SAMPLES)
-    (line,) = use_when({"samples": samples}, [])
-    assert "drained a backlog 25× faster for" in line
-    assert "for 1 of the 2 systems with a fetch-size setting; it did not help postgres/awa (0.90×)" in line
+    line = findings({"samples": samples}, [])[0].text()
+    assert line == "On PostgreSQL, a bigger batch drained a backlog 25× faster for 1 of 2 systems; it did not help awa."
     assert "0.90× to" not in line
 
 
@@ -132,13 +132,14 @@ def test_a_child_twice_the_baseline_size_is_a_stall_the_phase_end_cut_short():
     assert xmin.rotation_verdict(baseline, steady) == "rotating"
 
 
-def test_xmin_headline_names_who_bloats_from_the_data():
-    rows = {r["question"]: r for r in xmin.headline(PHASES)}
-    bloat = rows["What does a held xmin horizon do to each design?"]
-    assert bloat["answer"] == "skip_locked bloat while it is held; rotation does not; rotation stalls under idle_xid"
-    assert "idle_xid: dead tuples 20× (400 → 8,000)" in bloat["evidence"]
-    assert rows["Does an idle logical replication slot hold VACUUM back on queue tables?"]["answer"].startswith("no")
-    assert "3.00×" in rows["Do unrelated queries on the same server slow down?"]["answer"]
+def test_xmin_findings_name_who_bloats_from_the_data():
+    from benchlib.studies.xmin_horizon.report import findings
+
+    bloat, bystanders, slot = (f.text() for f in findings({"phases": PHASES}, []))
+    assert bloat == ("While a snapshot or an idle transaction held the horizon, 1 of 2 systems bloated; rotation did "
+                     "not, emptying whole tables by TRUNCATE.")
+    assert bystanders.endswith("within 1.0× to 3.0× of before while the horizon was held.")
+    assert slot.startswith("An idle logical replication slot did not hold VACUUM back")
 
 
 def test_xmin_table_is_split_to_fit_a_page():
@@ -227,7 +228,7 @@ def test_a_lever_that_hurts_here_and_is_neutral_there_differs():
     rows = {r["ratio"]: r for r in table.rows}
     assert rows["4 / 1 consumers, batch 1"]["our design here"].startswith("0.27× differ")
     assert rows["batch 50 / 1, 1 consumer"]["our design here"].startswith("30× agree")
-    assert drain.headline(drain.summarize(ours))[0]["answer"] == "no, slower, for turso/sqlite"
+    assert drain.lever(drain.levers(drain.summarize(ours))[0]["consumer_ratio"]) == "hurts"
 
 
 def test_drain_limit_per_cell_and_the_reference_limit_beside_internal_sql():
@@ -270,7 +271,10 @@ def test_no_ratio_between_cells_of_different_backlogs():
     by = {lv["system"]: lv for lv in drain.levers(summary)}
     assert by["postgres/pgqrs"]["consumer_ratio"] is None and by["postgres/pgqrs"]["batch_ratio"] is None
     assert by["postgres/pgqrs"]["unequal_backlogs"] and not by["postgres/skip_locked"]["unequal_backlogs"]
-    text = " ".join(drain.findings(summary, None)) + str(drain.headline(summary))
+    from benchlib.studies.drain.report import findings
+
+    samples = frame(rows + _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25), SAMPLES)
+    text = " ".join(drain.findings(summary, None)) + " ".join(f.text() for f in findings({"samples": samples}, []))
     assert "pgqrs (" not in text and "pgqrs:" not in text and "pgqrs 25" not in text
     # nor a scaling curve through them, nor a ratio beside pgqrs's published ones
     samples = frame(rows + _drain_rows(("postgres", "skip_locked"), 2000, 1.5, 25), SAMPLES)
@@ -325,7 +329,7 @@ def test_the_depth_axis_on_sqlite_speaks_of_the_dequeue_p50():
 def test_growth_is_per_1000_jobs_and_per_hour_only_from_a_long_phase():
     """"+684 MiB/h at 400 jobs/s" was a 12 s phase scaled 300 times; awa's cell read "+403 MiB/h"
     while its tables grew less with the snapshot held than without."""
-    from benchlib.studies.xmin_horizon.report import front
+    from benchlib.studies.xmin_horizon.report import GROWTH, scorecard
 
     short = [{**_phase("awa", "rr_snapshot", phase, 100, duration=12.0), "enqueue_rate": 100.0,
               "data_bytes_growth": grew, "target_rate": 100.0}
@@ -334,8 +338,8 @@ def test_growth_is_per_1000_jobs_and_per_hour_only_from_a_long_phase():
     columns = [c for t in table.parts for c in t.columns]
     assert "growth MiB/h" not in columns and "growth KiB / 1,000 jobs" in columns
     assert xmin.per_1000_jobs(short[1]) == 1_410_000 / 1024 / 1200 * 1000
-    (cell,) = front({"phases": frame(short, PHASE_SCHEMA)}, []).values()
-    assert cell["under a held snapshot"].endswith("size +1,147 KiB per 1,000 jobs held (+3,703 without)")
+    (cell,) = scorecard({"phases": frame(short, PHASE_SCHEMA)}, []).values()
+    assert cell[GROWTH] == "+1,100 (+3,700 without)"
     long = [{**r, "duration_s": 179.95} for r in short]  # a seed phase of 180 s, as its samples span it
     assert "growth MiB/h" in [c for t in xmin.table(frame(long, PHASE_SCHEMA)).parts for c in t.columns]
 

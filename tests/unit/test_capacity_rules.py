@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 
 import numpy as np
 import polars as pl
@@ -509,13 +508,11 @@ def test_a_bracket_whose_long_hold_never_passed_is_not_called_sustained_unqualif
     tables = {"results": frame(results, RESULTS), "steps": frame(steps, STEPS)}
     manifests = [{"params": {"confirm_factor": 3.0}}]
     quoted = "12,476 (a pass, not held longer; 19,241 – 20,982 held in no round)"
-    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": quoted}
-    (line, *_) = report.use_when(tables, manifests)
-    assert "capacity study): pgmq 12,476." in line
-    assert "pgmq's bracket, 19,241 – 20,982, held 3× longer in no round, so it is quoted at its highest pass below." \
-        in line
-    (answer,) = analysis.headline(analysis.brackets(tables["results"], tables["steps"]))
-    assert answer["answer"].endswith(f"pgmq {quoted}")
+    (row,) = analysis.brackets(tables["results"], tables["steps"]).iter_rows(named=True)
+    assert analysis.kept_text(row) == quoted  # the study's page, in full
+    assert report.scorecard(tables, manifests)["pgmq"][report.KEPT] == "12,000 (not held longer)"
+    (top, *_) = report.findings(tables, manifests)
+    assert top.text().startswith("pgmq kept up with 12,000 jobs/s (not held longer) at 4 consumers")
 
 
 def _published_pgmq(system: str = "pgmq") -> list[dict]:
@@ -532,7 +529,7 @@ def _published_pgmq(system: str = "pgmq") -> list[dict]:
             for rnd, purpose, rate, v, w in rows]
 
 
-def test_the_headline_quotes_only_a_rate_that_passed_and_held_where_a_long_hold_ran():
+def test_the_findings_quote_only_a_rate_that_passed_and_held_where_a_long_hold_ran():
     """The published report said 'pgmq 28,770 - 31,647' in its headline and 'use when' though
     28,770 failed its long hold in every round (and passed no 15 s window), while 'What a job costs'
     quietly used 26,612. Every place now quotes the same rate, from the rows: the highest that
@@ -563,16 +560,11 @@ def test_the_headline_quotes_only_a_rate_that_passed_and_held_where_a_long_hold_
     pgmq = "26,612 (a 15 s pass; 28,770 – 31,647 held in no round)"
     assert analysis.kept_text(rows["pgmq"]) == pgmq
     assert analysis.kept_text(rows["skip_locked"]) == "27,000 – 29,700 (long hold 2 of 3)"
-    (answer,) = analysis.headline(b)
-    assert answer["answer"] == f"Highest rates kept up with (jobs/s): skip_locked 27,000 – 29,700 (long hold 2 of 3); " \
-                               f"pgmq {pgmq}"
     tables, manifests = {"results": results, "steps": steps}, [{"params": {"confirm_factor": 2.0}}]
-    assert report.front(tables, manifests)["pgmq"] == {"kept up with, jobs/s (C=4)": pgmq}
-    (line, *_) = report.use_when(tables, manifests)
-    assert line.startswith("**For the highest rate kept up with on one PostgreSQL** (jobs/s, 4 consumers, capacity "
-                           "study): skip_locked 27,000 – 29,700; pgmq 26,612.")
-    assert "pgmq's bracket, 28,770 – 31,647, held 2× longer in no round, so it is quoted at its highest pass below " \
-           "(a 15 s window)." in line and "Held 2× longer in 2 of 3 rounds for skip_locked." in line
+    assert report.scorecard(tables, manifests)["pgmq"][report.KEPT] == "27,000 (held 15 s only)"
+    (top, *_) = report.findings(tables, manifests)
+    assert top.text() == ("pgmq kept up with 27,000 jobs/s (held 15 s only) at 4 consumers, the most of any product "
+                          "(skip_locked, our reference: 27,000 – 30,000 jobs/s).")
     assert analysis.costs(steps, b).rows[1]["at jobs/s"] == "26,612"  # the same rate everywhere
     table = {r["system"]: r for r in analysis.table(b).rows}
     assert (table["pgmq"]["bracket, jobs/s [pass – fail]"], table["pgmq"]["kept up with, jobs/s"]) == (
@@ -580,7 +572,7 @@ def test_the_headline_quotes_only_a_rate_that_passed_and_held_where_a_long_hold_
     lines = analysis.sentences(b)
     assert "It held in no round for pgmq, so each is quoted at its highest pass below every rate that failed its " \
            "long hold: pgmq 26,612 jobs/s." in lines
-    for text in [answer["answer"], *lines, *re.split(r"(?<=\.) ", line)]:
+    for text in [*lines, top.text()]:
         assert len(text.split()) <= 40, text
 
 
@@ -610,9 +602,8 @@ def test_a_lower_end_that_passed_only_under_the_old_slope_floor_is_not_quoted():
     # its long holds at 84 passed by the old floor only: none counts, and no objective names 84
     assert row["held_rounds"] == 0 and row["p99_100ms"] == 70.7
     assert analysis.kept_text(row) == "71 (a 15 s pass; 84 – 92 passed only under an earlier slope floor)"
-    (line, *_) = report.use_when({"results": results, "steps": steps}, [{"params": {"confirm_factor": 2.0}}])
-    assert "pg-boss-fast's bracket, 84 – 92, passed only under an earlier slope floor, so it is quoted at its " \
-           "highest pass below" in line
+    assert report.scorecard({"results": results, "steps": steps}, [])["pg-boss-fast"][report.KEPT] == \
+        "71 (held 15 s only)"
     # the chart's bar is the rate quoted, not the bracket's lower end
     chart = charts.brackets_chart(analysis.brackets(results, steps)).to_dict()
     bars = [layer for panel in chart["vconcat"] for layer in panel["layer"] if layer["mark"]["type"] == "bar"]
@@ -843,9 +834,8 @@ def test_a_search_steered_low_by_its_first_step_is_said_beside_its_bracket():
              {**_step(0, "search", 15_691, "pass"), "system": "skip_locked"},
              {**_step(0, "confirm_long", 15_691, "pass"), "system": "skip_locked"},
              {**_step(0, "confirm_over", 17_260, "pass"), "system": "skip_locked"}]
-    (line, *_) = report.use_when({"results": frame(results, RESULTS), "steps": frame(steps, STEPS)},
-                                 [{"params": {"confirm_factor": 3.0}}])
-    assert "skip_locked: searched below a first-step fail that a later step passed, so that bracket may be low" in line
+    (card,) = report.scorecard({"results": frame(results, RESULTS), "steps": frame(steps, STEPS)}, []).values()
+    assert card[report.KEPT] == "16,000 – 17,000 (searched low)"
     for first, over in (("pass", "pass"), ("fail", "fail")):
         (row,) = bracket(first, over).iter_rows(named=True)
         assert row["steered_from"] is None and analysis.hold_note(row) == ""

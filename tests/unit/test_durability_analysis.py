@@ -126,41 +126,39 @@ def test_a_configuration_that_lost_nothing_in_every_crash_is_named_as_removing_t
     assert sorted(zip(zero["server_major"], zero["config"])) == [(18, "async_d10_eager"), (18, "async_eager")]
 
 
-def test_the_headline_gives_the_loss_per_server_and_the_setting_that_removes_it():
-    (row,) = analysis.headline(LOSS)
-    assert row["question"] == "What does `synchronous_commit=off` lose in a crash, and which setting removes the loss?"
-    assert row["answer"].startswith("PostgreSQL 18: a median of 795 (600 – 1,000) enqueues and 135 (100 – 200) acks "
-                                    "per crash, at most 1,200 enqueues (at most the last 144 ms of them); "
-                                    "`wal_writer_flush_after=0` removes "
-                                    "it (0 in 20 crashes: at most 17 % of crashes would lose, at 95 %)")
-    assert "PostgreSQL 15: a median of 11.5 (3 – 18) enqueues and 4 (0 – 8) acks" in row["answer"]
-    assert row["answer"].endswith("; no setting tried removes it")
-    assert "97.9 % for 10" in row["evidence"] and "`synchronous_commit=on` lost nothing in 40 crashes" in row["evidence"]
-    assert analysis.headline(frame(_crashes("default", [0, 0]), CRASHES)) == []  # no async run: no row
+def test_the_findings_give_the_loss_per_server_and_the_setting_that_removes_it():
+    from benchlib.studies.durability.report import findings
+
+    durable, on18, fix18, on15 = (f.text() for f in findings({"crashes": LOSS}, []))
+    assert durable == ("With `synchronous_commit` on, skip_locked lost nothing in 40 server crashes; no product was "
+                       "crash-tested yet (at most 8.8 % of such crashes would lose, at 95 %).")
+    # 1,200 enqueues and their own 144 ms (0.12 ms each): a pair from one mode, never the acks' ms
+    assert on18 == ("With `synchronous_commit` off, PostgreSQL 18 lost a median of 800 enqueued jobs per crash and at "
+                    "most 1,200, the last 140 ms of commits (the median's 98 % interval: 600 – 1,000, 10 crashes).")
+    assert fix18 == "On PostgreSQL 18, `wal_writer_flush_after=0` removes it: 0 in 20 crashes."
+    assert on15.startswith("With `synchronous_commit` off, PostgreSQL 15 lost a median of 12 enqueued jobs")
+    assert findings({"crashes": frame(_crashes("async_commit", [3, 4]), CRASHES)}, [])[0].text().startswith(
+        "With `synchronous_commit` off")  # no durable run: nothing said of one
 
 
-def test_the_front_page_pairs_figures_from_one_mode_and_counts_crashes_as_the_headline_does():
-    """The front page said "0 with sync commit (40 crashes)" beside the headline's 80, and the
-    headline paired the enqueues' 2,755 jobs with the acks' 379 ms (fd67efc)."""
-    from benchlib.studies.durability.report import front
+def test_the_scorecard_counts_crashes_as_the_findings_do():
+    """The front page said "0 with sync commit (40 crashes)" beside the headline's 80 (fd67efc)."""
+    from benchlib.studies.durability.report import LOST, findings, scorecard
 
-    (row,) = analysis.headline(LOSS)
-    cell = front({"crashes": LOSS}, [])["skip_locked"]["server crash lost"]
-    n = int(row["evidence"].split("lost nothing in ")[1].split(" crashes")[0])
-    assert cell.startswith(f"0 with sync commit ({n} crashes); ")
-    assert "async on 18: median 795 enqueues (95 ms)" in cell  # 795 jobs at 0.12 ms each: the enqueues' own ms
+    cell = scorecard({"crashes": LOSS}, [])["skip_locked"][LOST]
+    assert cell == "0 in 40 (sync on); median 800 (off, 18); median 12 (off, 15)"
+    assert "in 40 server crashes" in findings({"crashes": LOSS}, [])[0].text()
 
 
 def test_crashes_without_a_recorded_setting_count_by_their_configuration_everywhere():
     """A row without the server's `synchronous_commit` was durable on the front page (every such
     row, async_commit's too) and on no side in the headline's count."""
-    from benchlib.studies.durability.report import front
+    from benchlib.studies.durability.report import LOST, findings, scorecard
 
     df = frame([r | {"synchronous_commit": None} for r in _crashes("default", [0] * 4) + _crashes("async_commit", [5] * 4)],
                CRASHES)
-    (row,) = analysis.headline(df)
-    assert "`synchronous_commit=on` lost nothing in 4 crashes" in row["evidence"]
-    assert front({"crashes": df}, [])["skip_locked"]["server crash lost"].startswith("0 with sync commit (4 crashes)")
+    assert "lost nothing in 4 server crashes" in findings({"crashes": df}, [])[0].text()
+    assert scorecard({"crashes": df}, [])["skip_locked"][LOST].startswith("0 in 4 (sync on)")
 
 
 # --- each configuration against default, round by round ---------------------------------------------
@@ -276,9 +274,7 @@ def test_the_durability_charts_colour_each_configuration_as_the_palette_does():
     assert charts.tuned_decomposition(SAMPLE_ROWS) is None  # no tuned_* rounds: no empty chart
 
 
-def test_headline_row_and_fits():
-    (row,) = analysis.headline(CRASH_ROWS)
-    assert row["answer"] == "PostgreSQL 18: a median of 10 (10 – 100) enqueues per crash, at most 200 enqueues (at most the last 400 ms of them)"
+def test_fits():
     fitted = analysis.fits(SAMPLE_ROWS)
     assert {x["config"] for x in fitted} == {"default", "async_commit", "tuned"}
     assert "peak at clients" in analysis.fits_table(fitted).columns

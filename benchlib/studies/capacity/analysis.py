@@ -567,18 +567,6 @@ def sentences(b: pl.DataFrame) -> list[str]:
     return out
 
 
-def headline(b: pl.DataFrame) -> list[dict[str, Any]]:
-    """The three highest rates kept up with, each as the report quotes it (kept_text): a bracket
-    whose lower end held the long window in no round is not the answer."""
-    if not b.height:
-        return []
-    best = b.filter(pl.col("kept").is_not_null()).head(3)
-    tops = "; ".join(f"{_name(r)} {kept_text(r)}" for r in best.iter_rows(named=True))
-    return [{"question": "How many jobs/s does each system keep up with?",
-             "answer": f"Highest rates kept up with (jobs/s): {tops or 'none measured'}",
-             "evidence": "capacity study: bracket search, slope interval, counted by seq"}]
-
-
 REFERENCE = "skip_locked"  # our reference design: public SQL, so pgbench can run its statements
 
 

@@ -8,7 +8,9 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from benchlib import features
 from benchlib.charts import BACKENDS
+from benchlib.findings import HIGH_RATE, RATE_AT_P99, Finding, names, sig
 from benchlib.results import run_minutes
 from benchlib.studies.capacity import analysis, charts, measure
 from benchlib.studies.drain.report import row_name
@@ -16,83 +18,102 @@ from benchlib.studies.drain.report import row_name
 TITLE = "Capacity: the rate each system keeps up with"
 
 
-def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's capacity column: what each system kept up with as the report quotes it
-    (round 0's bracket, or the rate below it where its lower end held in no round), its
-    settings' ceiling marked."""
-    b = analysis.brackets(tables["results"], tables.get("steps"))
-    out = {}
-    for r in b.iter_rows(named=True):
-        name = row_name(r["backend"], r["system"])
-        text = analysis.kept_text(r, "", "its settings' ceiling" if r["at_ceiling"] else "")
-        out[name] = {f"kept up with, jobs/s (C={r['consumers']})": text}
+PLACE = 1  # its section's place on the front page: what readers choose by first
+QUESTION = "What rate does each system keep up with, and at what p99?"
+KEY_CHART = "capacity_brackets"
+KEPT = "kept up with, jobs/s"
+P99 = "p99 < 100 ms up to, jobs/s"
+
+
+def _postgres(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    return analysis.brackets(tables["results"], tables.get("steps"))
+
+
+def _kept(r: dict, unit: str = "") -> str:
+    """A system's rate kept up with, as the scorecard and the findings write it: its bracket at two
+    significant figures; "≥" where the producers, not the system, ended the search; a rate quoted
+    below its bracket (whose lower end held the long window in no round) says how long it held;
+    a search steered low says so. The study's page has the qualifiers in full (analysis.kept_text)."""
+    notes = []
+    if r["kept"] is None:
+        return "none held"
+    if analysis.below_bracket(r):
+        text = sig(r["kept"])
+        if not r.get("kept_held"):
+            notes.append(f"held {r['kept_s']:.0f} s only" if r.get("kept_s") else "not held longer")
+    elif r["failed"] is None or r["bound"] != "bracket":
+        text = "≥ " + sig(r["kept"])
+    else:
+        text = sig((r["passed"], r["failed"]))
+    if r.get("steered_from"):
+        notes.append("searched low")
+    return text + unit + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """Each system's rate kept up with (4 consumers) and the highest rate its p99 stayed under 100 ms."""
+    return {row_name(r["backend"], r["system"]): {KEPT: _kept(r), P99: sig(r["p99_100ms"])}
+            for r in _postgres(tables).iter_rows(named=True)}
+
+
+def _products(b: pl.DataFrame) -> list[dict]:
+    return [r for r in b.filter(pl.col("backend") == "postgres").sort(pl.col("kept").fill_null(0), descending=True)
+            .iter_rows(named=True) if features.is_product(r["system"])]
+
+
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """The fastest product and the reference beside it; who meets the front page's rate
+    questions; systems capped by their own settings."""
+    b = _postgres(tables)
+    products = _products(b)
+    if not products:
+        return []
+    out = []
+    top = products[0]
+    ref = b.filter((pl.col("backend") == "postgres") & ~pl.col("system").map_elements(
+        features.is_product, return_dtype=pl.Boolean)).sort(pl.col("kept").fill_null(0), descending=True)
+    ours = ref.row(0, named=True) if ref.height else None
+    out.append(Finding("capacity", "{top} kept up with {rate} at {c} consumers, the most of any product"
+                       + (" ({ref}, our reference: {ref_rate})." if ours else "."),
+                       {"top": top["system"], "rate": _kept(top, " jobs/s"), "c": top["consumers"],
+                        **({"ref": ours["system"], "ref_rate": _kept(ours, " jobs/s")} if ours else {})},
+                       cells=tuple(f"postgres/{r['system']} C={r['consumers']}" for r in [top, *([ours] if ours else [])])))
+    quick = sorted((r for r in products if (r["p99_100ms"] or 0) >= RATE_AT_P99), key=lambda r: -r["p99_100ms"])
+    out.append(Finding("capacity", "{who} kept p99 under 100 ms at {rate} jobs/s or more." if quick else
+                       "No product kept p99 under 100 ms at {rate} jobs/s.",
+                       {"who": names(r["system"] for r in quick), "rate": RATE_AT_P99,
+                        "rates": names(f"{r['system']} {sig(r['p99_100ms'])}" for r in quick)},
+                       cells=tuple(f"postgres/{r['system']}" for r in quick), answers="p99_at_1000",
+                       short="{rates}: the highest rates (jobs/s) at which each kept p99 under 100 ms." if quick
+                       else "None measured."))
+    high = [r for r in products if (r["kept"] or 0) >= HIGH_RATE]
+    out.append(Finding("capacity", "{who} kept up with {rate} jobs/s." if high else
+                       "No product kept up with {rate} jobs/s on {cores} cores; {top} came closest at {top_rate}.",
+                       {"who": names(r["system"] for r in high), "rate": HIGH_RATE, "top": top["system"],
+                        "top_rate": _kept(top), "cores": _cores(manifests)},
+                       cells=tuple(f"postgres/{r['system']}" for r in high or [top]), answers="at_20000",
+                       short="{who}." if high else "No product on {cores} cores; {top} came closest at {top_rate}."))
+    by_name = {r["system"]: r for r in products}
+    capped = [r for r in products if r["at_ceiling"] and features.row_of(r["system"]) == r["system"]
+              or r["ceiling"] and r["kept"] and r["kept"] >= 0.5 * r["ceiling"] and features.row_of(r["system"]) == r["system"]]
+    if capped:
+        def fast(r: dict) -> str:
+            variants = [v for n, v in by_name.items() if n != r["system"] and features.row_of(n) == r["system"]]
+            return f" ({', '.join(_kept(v) for v in variants)} at its fast settings)" if variants else ""
+        out.append(Finding("capacity", "Their own polling settings capped {who}.",
+                           {"who": names(f"{r['system']} at {sig(r['ceiling'])} jobs/s{fast(r)}" for r in capped)},
+                           cells=tuple(f"postgres/{r['system']}" for r in capped)))
     return out
 
 
-def _confirm_factor(manifests: list[dict]) -> float:
-    params = manifests[0].get("params", {}) if manifests else {}
-    return float(params.get("confirm_factor") or measure.Params.confirm_factor)
+def _cores(manifests: list[dict]) -> int:
+    return int((manifests[0].get("machine") or {}).get("cores") or 0) if manifests else 0
 
 
-def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the capacity study says to someone choosing: the rates kept up with as the report
-    quotes them (analysis.kept_text: a bracket whose lower end held in no round is quoted below
-    it), ceilings of a system's own settings, latency objectives."""
-    from benchlib.tables import fmt
-
-    b = analysis.brackets(tables["results"], tables.get("steps")).filter(pl.col("backend") == "postgres")
-    if not b.height:
-        return []
-    ranked = b.filter(pl.col("kept").is_not_null()).sort("kept", descending=True)
-    lines = []
-    if ranked.height:
-        lines.append(_highest(list(ranked.head(3).iter_rows(named=True)), _confirm_factor(manifests)))
-    capped = [r for r in b.iter_rows(named=True) if r["at_ceiling"]]
-    if capped:
-        fast = {r["system"]: r for r in b.iter_rows(named=True)}
-        lines.append("**Tune the polling before judging**: their own settings cap " + ", ".join(
-            f"{r['system']} at {fmt(r['ceiling'])} jobs/s"
-            + (f" ({fmt(fast[r['system'] + '-fast']['kept'])} at its documented fast setting)"
-               if fast.get(r["system"] + "-fast", {}).get("kept") else "") for r in capped) + ".")
-    quick = ranked.filter(pl.col("p99_100ms").is_not_null())
-    if quick.height:
-        lines.append("**For p99 under 100 ms**: " + ", ".join(
-            f"{r['system']} up to {fmt(r['p99_100ms'])} jobs/s" for r in quick.head(4).iter_rows(named=True)) + ".")
-    return lines
-
-
-def _highest(top: list[dict], factor: float) -> str:
-    """The highest rates kept up with, one short sentence each for what qualifies them: lower ends
-    that held the long window in some rounds only, brackets quoted below because theirs held in
-    none, searches steered low by a first-step fail."""
-    from benchlib.tables import fmt
-
-    said = ["**For the highest rate kept up with on one PostgreSQL** (jobs/s, "
-            f"{top[0]['consumers']} consumers, capacity study): " + "; ".join(
-                f"{r['system']} {fmt(r['kept']) if analysis.below_bracket(r) else analysis.bracket_text(r)}"
-                for r in top) + "."]
-    some = [r for r in top if not analysis.below_bracket(r) and r.get("rounds")
-            and r.get("held_rounds") is not None and r["held_rounds"] < r["rounds"]]
-    if some:
-        said.append(f"Held {factor:g}× longer in " + ", ".join(
-            f"{r['held_rounds']} of {r['rounds']} rounds for {r['system']}" for r in some) + ".")
-
-    def why(r: dict) -> str:
-        return "passed only under an earlier slope floor" if r.get("floor_only") else f"held {factor:g}× longer in no round"
-
-    below = [r for r in top if analysis.below_bracket(r)]
-    if len(below) == 1:
-        r = below[0]
-        said.append(f"{r['system']}'s bracket, {analysis.bracket_text(r)}, {why(r)}, so "
-                    f"it is quoted at its highest pass below" + (f" (a {r['kept_s']:.0f} s window)." if r.get("kept_s")
-                                                                  and not r.get("kept_held") else "."))
-    elif below:
-        said.append("; ".join(f"{r['system']}'s bracket ({analysis.bracket_text(r)}) {why(r)}" for r in below)
-                    + ", so each is quoted at its highest pass below.")
-    if steered := [r["system"] for r in top if r.get("steered_from")]:
-        said.append(f"{', '.join(steered)}: searched below a first-step fail that a later step passed, so that "
-                    "bracket may be low.")
-    return " ".join(said)
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str:
+    """How far a bracket moves between runs on this machine: METHOD.md measured it."""
+    return ("A bracket is where a system stops keeping up, give or take a fifth between runs on this "
+            "machine ([METHOD.md](METHOD.md#capacity-the-rate-a-system-keeps-up-with)).")
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -108,7 +129,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "costs": analysis.costs(steps, b).markdown() if b.height else "",
         "waits": analysis.wait_mix(steps, b).markdown() if b.height else "",
         "sentences": analysis.sentences(b) if b.height else [],
-        "headline": analysis.headline(b),
         "steps": steps.height,
         "warmups": steps.height - analysis.judged(steps).height,
         "accounting": analysis.accounting(steps, _drain_timeout(manifests)),

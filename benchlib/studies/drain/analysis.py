@@ -259,36 +259,6 @@ def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
     return out
 
 
-def headline(summary: pl.DataFrame) -> list[dict[str, str]]:
-    """Rows for the report's answer table: which system scales with consumers, and the batch lever."""
-    lv = levers(summary)
-    rows = []
-    with_c = [x for x in lv if x["consumer_ratio"] is not None]
-    if with_c:
-        answer = []
-        for verdict, says in (("helps", "yes for "), ("neutral", "no for "), ("hurts", "no, slower, for ")):
-            systems = [x["system"] for x in with_c if lever(x["consumer_ratio"]) == verdict]
-            if systems:
-                answer.append(says + ", ".join(systems))
-        rows.append({
-            "question": "Does adding consumers drain a backlog faster?",
-            "answer": "; ".join(answer),
-            "evidence": "; ".join(f"{x['system']}: {ratio(x['consumer_ratio'])} from {x['c_lo']} to {x['c_hi']} "
-                                  f"consumers at batch {x['b_lo']}" for x in with_c),
-        })
-    with_b = [x for x in lv if x["batch_ratio"] is not None]
-    if with_b:
-        lo, hi = min(x["batch_ratio"] for x in with_b), max(x["batch_ratio"] for x in with_b)
-        rows.append({
-            "question": "Does a bigger dequeue batch drain it faster?",
-            "answer": f"yes, {ratio(lo)} to {ratio(hi)}: the strongest lever" if lo >= SCALES else
-                      "not for every system",
-            "evidence": "; ".join(f"{x['system']}: {ratio(x['batch_ratio'])} from batch {x['b_lo']} to {x['b_hi']} "
-                                  f"({plural(x['c_lo'], 'consumer')}), peak {fmt(x['peak'])} jobs/s" for x in with_b),
-        })
-    return rows
-
-
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
     """Lost, duplicates and failed samples over every row, warm-ups included."""
     df = tables["samples"]
@@ -519,14 +489,3 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
     return out
 
 
-def limit_headline(own: pl.DataFrame) -> list[dict[str, str]]:
-    """The answer-table row: how much of the server's limit does the harness reach?"""
-    if own.is_empty():
-        return []
-    systems = ", ".join(own["queue"].unique(maintain_order=True).to_list())
-    return [{
-        "question": "How close does the harness come to what the server allows for the same SQL?",
-        "answer": f"{limits.spread(own)} of pgbench's rate",
-        "evidence": f"{systems} on PostgreSQL: pgbench ran each design's own dequeue and ack after every measured "
-                    "sample, same server, backlog and client count",
-    }]

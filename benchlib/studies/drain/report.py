@@ -9,7 +9,8 @@ import altair as alt
 import polars as pl
 import yaml
 
-from benchlib import limits, queues
+from benchlib import features, limits, queues, scaling
+from benchlib.findings import Finding, Percent, Ratio, names, sig
 from benchlib.studies.drain import analysis, charts
 
 PUBLISHED = Path(__file__).with_name("published.yaml")
@@ -49,14 +50,14 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "unequal": [x["system"] for x in analysis.levers(summary) if x["unequal_backlogs"]],
         "odd_backlogs": [f"{name} ({fmt(n)} jobs)" for name, n in analysis.odd_backlogs(summary).items()],
         "min_timed_s": max((m["params"].get("min_timed_s") or 0 for m in manifests), default=0),
-        "scaling": {"figure": figure("scaling_fits", charts.scaling_fits_chart(df, fits)),
+        # a 3-parameter law through 3 consumer counts fits any curve: shown only where it can be tested
+        "scaling": {"testable": any(x["fit"].levels > len(scaling.PARAMETERS) for x in fits),
                     "table": analysis.scaling_table(fits).markdown(),
                     "findings": analysis.scaling_findings(fits, cores)},
         "limit": {"table": analysis.limit_table(own, beside).markdown(),
                   "findings": analysis.limit_findings(own, beside),
                   "errors": limits.errors(df, ["backend", "queue"]),
                   "reference": analysis.REFERENCE_DESIGN},
-        "headline": analysis.headline(summary) + analysis.limit_headline(own),
         "lost": int(df["lost"].fill_null(0).sum()),
         "duplicates": int(df["duplicates"].fill_null(0).sum()),
         "rows": df.height,
@@ -89,40 +90,81 @@ def row_name(backend: str, queue: str) -> str:
     return queue if backend == "postgres" else f"{queue} ({BACKEND_NAMES.get(backend, backend)})"
 
 
-def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's drain columns: a system's best mean jobs/s at batch 1 and over every cell."""
-    from benchlib.tables import fmt
+PLACE = 5  # its section's place on the front page: what readers choose by first
+QUESTION = "How fast does each system empty a backlog that already exists?"
+KEY_CHART = "throughput_vs_batch"
+BEST = "drain, best cell, jobs/s"
 
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """A system's best mean jobs/s over every cell of the grid."""
     summary = analysis.summarize(tables["samples"]).filter(pl.col("throughput_mean").is_not_null())
     out: dict[str, dict[str, str]] = {}
     for (backend, queue), part in summary.group_by(["backend", "queue"], maintain_order=True):
-        one = part.filter(pl.col("batch_size") == 1).sort("throughput_mean", descending=True).head(1)
         best = part.sort("throughput_mean", descending=True).row(0, named=True)
-        out[row_name(backend, queue)] = {
-            "drain jobs/s, batch 1": f"{fmt(one['throughput_mean'][0])} (C={one['consumers'][0]})" if one.height else "–",
-            "drain jobs/s, best cell": f"{fmt(best['throughput_mean'])} ({best['consumers']}×{best['batch_size']})",
-        }
+        out[row_name(backend, queue)] = {BEST: sig(best["throughput_mean"])}
     return out
 
 
-def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the drain study says to someone choosing: the batch lever, from its numbers. Only the
-    systems a bigger batch helped (``analysis.lever``) give the range; the others are named, so a
-    ratio under 1 is never called "faster"."""
-    from benchlib.tables import ratio
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """The batch lever (only systems a bigger batch helped give the range; the others are named,
+    so a ratio under 1 is never called faster), the consumers lever, the fastest product."""
+    summary = analysis.summarize(tables["samples"])
+    lv = [x for x in analysis.levers(summary) if x["system"].startswith("postgres/")]
+    out = []
+    batch = [x for x in lv if x["batch_ratio"]]
+    helped = [x for x in batch if analysis.lever(x["batch_ratio"]) == "helps"]
+    if helped:
+        rest = [x for x in batch if x not in helped]
+        out.append(Finding("drain", "On PostgreSQL, a bigger batch drained a backlog {span} faster for {n} of {of} systems"
+                           + ("; it did not help {rest}." if rest else "."),
+                           {"span": (Ratio(min(x["batch_ratio"] for x in helped)),
+                                     Ratio(max(x["batch_ratio"] for x in helped))), "n": len(helped), "of": len(batch),
+                            "rest": names(_short(x["system"]) for x in rest)},
+                           cells=tuple(f"{x['system']} {x['c_lo']}×{x['b_lo']} vs {x['c_lo']}×{x['b_hi']}" for x in batch)))
+    more = [x for x in lv if x["consumer_ratio"]]
+    faster = [x for x in more if analysis.lever(x["consumer_ratio"]) == "helps"]
+    if more:
+        slower = [x for x in more if x not in faster]
+        out.append(Finding("drain", "On PostgreSQL, {hi} consumers drained faster than {lo} for {n} of {of} systems"
+                           + ("; not for {rest}." if slower else "."),
+                           {"n": len(faster), "of": len(more), "lo": min(x["c_lo"] for x in more),
+                            "hi": max(x["c_hi"] for x in more),
+                            "rest": names(_short(x["system"]) for x in slower)},
+                           cells=tuple(f"{x['system']} {x['c_lo']}×{x['b_lo']} vs {x['c_hi']}×{x['b_lo']}" for x in more)))
+    products = sorted((x for x in lv if features.is_product(_short(x["system"]))), key=lambda x: -x["peak"])
+    if products:
+        top = products[0]
+        out.append(Finding("drain", "{top} drained fastest of the products, {rate} jobs/s at {c} consumers × batch {b}.",
+                           {"top": _short(top["system"]), "rate": top["peak"], "c": top["peak_consumers"],
+                            "b": top["peak_batch"]},
+                           cells=(f"{top['system']} {top['peak_consumers']}×{top['peak_batch']}",), answers="backlog",
+                           short="{top}: {rate} jobs/s ({c} consumers × batch {b})."))
+    own, _ = analysis.limit_cells(tables["samples"])
+    if own.height:
+        share = own["ratio"].drop_nulls()
+        if share.len():
+            out.append(Finding("drain", "Our Python client reached {lo} to {hi} of pgbench's rate for the same SQL "
+                               "(median {mid}).", {"lo": float(share.min()), "hi": float(share.max()),
+                                                   "mid": float(share.median())},
+                               cells=tuple(sorted({f"postgres/{q}" for q in own["queue"].to_list()}))))
+    return out
 
-    lv = [x for x in analysis.levers(analysis.summarize(tables["samples"])) if x["batch_ratio"]]
-    helped = [x for x in lv if analysis.lever(x["batch_ratio"]) == "helps"]
-    if not helped:
-        return []
-    lo, hi = min(x["batch_ratio"] for x in helped), max(x["batch_ratio"] for x in helped)
-    others = sorted((x for x in lv if x not in helped), key=lambda x: x["system"])
-    rest = ("; it did not help " + ", ".join(f"{x['system']} ({ratio(x['batch_ratio'])})" for x in others)
-            if others else "")
-    span = ratio(lo) if ratio(lo) == ratio(hi) else f"{ratio(lo)} to {ratio(hi)}"
-    return [f"**Fetch in batches** wherever the system lets you: a bigger batch drained a backlog "
-            f"{span} faster for {len(helped)} of the {len(lv)} systems with a fetch-size "
-            f"setting{rest} (drain study)."]
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
+    """The median spread of a cell's samples around their mean (sd / mean), from the data."""
+    summary = analysis.summarize(tables["samples"]).filter(pl.col("samples") > 1)
+    cv = (summary["throughput_sd"] / summary["throughput_mean"]).drop_nulls()
+    if not cv.len():
+        return None
+    return (f"A cell's samples spread by a median of {sig(Percent(cv.median()))} around their mean "
+            f"(standard deviation over mean, {summary.height} cells).")
+
+
+def _short(system: str) -> str:
+    """`postgres/pgmq` -> `pgmq`; other backends keep their name in brackets."""
+    backend, _, queue = system.partition("/")
+    return row_name(backend, queue)
 
 
 def _shortest(df: pl.DataFrame) -> dict[str, Any] | None:

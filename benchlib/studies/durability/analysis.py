@@ -715,61 +715,6 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
     return out
 
 
-def headline(crashes: pl.DataFrame | None, df: pl.DataFrame | None = None) -> list[dict[str, str]]:
-    """The report's answer-table row: what async commit loses in a crash on each server, the setting
-    that removes it, and what that setting costs in throughput."""
-    cs = crash_summary(crashes) if crashes is not None else pl.DataFrame()
-    if cs.is_empty() or not cs.filter(pl.col("config") == ASYNC_BASE).height:
-        return []
-    by = loss_by_config(crashes)
-    answers, fixes = [], []
-    for major in dict.fromkeys(cs["server_major"]):
-        modes = cs.filter((pl.col("server_major") == major) & (pl.col("config") == ASYNC_BASE)).to_dicts()
-        if not modes:
-            continue
-        if not any(m["with_loss"] for m in modes):
-            answers.append(f"PostgreSQL {major}: nothing in {sum(m['crashes'] for m in modes)} crashes")
-            continue
-        worst = max(modes, key=lambda m: m["lost_max"])  # a pair of figures from one mode, never two
-        text = (f"PostgreSQL {major}: a median of "
-                + and_list([f"{_count(m['lost_median'])} ({_count(m['lost_lo'])} – {_count(m['lost_hi'])}) {m['mode']}s"
-                            for m in modes])
-                + f" per crash, at most {fmt(worst['lost_max'])} {worst['mode']}s (at most the last "
-                  f"{_ms(worst['ms_max'])} ms of them)")
-        variants = by.filter((pl.col("server_major") == major) & (pl.col("config") != ASYNC_BASE)).to_dicts()
-        variants = [r for r in variants if not is_durable(r)]
-        zero = [r for r in variants if r["with_loss"] == 0]
-        if zero:
-            n = min(r["crashes"] for r in zero)
-            text += (f"; {_removal(zero)[0].lower()}{_removal(zero)[1:]} (0 in {n} crashes: at most "
-                     f"{100 * max(r['share_hi'] for r in zero):.0f} % of crashes would lose, at {PERCENT})")
-            fixes += [(major, r["config"]) for r in zero]
-        elif variants:
-            text += "; no setting tried removes it"
-        answers.append(text)
-    durable = [r for r in by.to_dicts() if is_durable(r)]
-    n = int(cs["crashes"].max())
-    evidence = (f"SIGKILL of the whole server, {plural(n, 'crash', 'crashes')} per mode and configuration; medians "
-                f"with their order-statistic interval ({100 * median_interval(range(n))[2]:.1f} % for {n})"
-                + (f"; `synchronous_commit=on` lost nothing in {sum(r['crashes'] for r in durable):,} crashes"
-                   if durable and not any(r["with_loss"] for r in durable) else "")
-                + "; since PostgreSQL 17 (commit 1f395354d, `XLogSetAsyncXactLSN` in xlog.c) an async commit wakes "
-                  "the WAL writer only when it hibernates or once `wal_writer_flush_after` (default 1 MB) of WAL "
-                  "waits, so up to `wal_writer_delay` of acknowledged commits stays in shared memory")
-    if df is not None and fixes:
-        rr = round_ratios(df, [c for _, c in fixes] + [ASYNC_BASE])
-        costs = []
-        for major, config in [(m, ASYNC_BASE) for m in dict.fromkeys(m for m, _ in fixes)] + fixes:
-            part = rr.filter((pl.col("server_major") == major) & (pl.col("config") == config))
-            if part.height:
-                r = part.sort("concurrency").row(0, named=True)
-                costs.append(f"`{config}` on {major} {_interval(r)} at {plural(r['concurrency'], 'client')}")
-        if costs:
-            evidence += "; throughput against `default` of the same round: " + ", ".join(costs)
-    return [{"question": "What does `synchronous_commit=off` lose in a crash, and which setting removes the loss?",
-             "answer": "; ".join(answers), "evidence": evidence}]
-
-
 # --- who ran where --------------------------------------------------------------------------
 
 def _spans(values: Iterable[int]) -> str:

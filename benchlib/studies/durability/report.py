@@ -1,4 +1,4 @@
-"""The durability study's part of the report: figures, tables, findings, headline row."""
+"""The durability study's part of the report: figures, tables, findings."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,40 +9,83 @@ import altair as alt
 import polars as pl
 
 from benchlib import limits
+from benchlib.findings import Finding, Percent, names, sig
 from benchlib.studies.durability import analysis, charts
 
 TITLE = "Durability: commit settings, throughput, and what a crash takes back"
 
 
-def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's crash column, for the system the crashes ran on (our skip_locked): what a
-    SIGKILL of the server took back with commits durable, and with `synchronous_commit=off`."""
-    from benchlib.tables import fmt
+PLACE = 3  # its section's place on the front page: what readers choose by first
+QUESTION = "What does each commit setting cost in throughput, and what does a server crash take back?"
+KEY_CHART = "crash_loss"
+LOST = "server crash: jobs lost"
 
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """For the systems the crashes ran on: what a SIGKILL of the server took back with commits
+    durable, and the median with `synchronous_commit=off` on each server."""
     cs = analysis.crash_summary(tables["crashes"])
-    if cs.is_empty():
-        return {}
     out: dict[str, dict[str, str]] = {}
-    for queue in cs["queue"].unique(maintain_order=True).to_list():
+    for queue in cs["queue"].unique(maintain_order=True).to_list() if not cs.is_empty() else []:
         mine = cs.filter(pl.col("queue") == queue)
         durable = mine.filter(pl.Series([analysis.is_durable(r) for r in mine.iter_rows(named=True)], dtype=pl.Boolean))
-        parts = [f"0 with sync commit ({fmt(durable['crashes'].sum())} crashes)"
-                 if durable.height and durable["lost_max"].max() == 0 else "lost some with sync commit"]
-        # per server, the mode that lost most, its jobs and its ms together: a pair from one mode
-        worst = (mine.filter(pl.col("config") == "async_commit").sort("lost_median", descending=True)
-                 .unique("server_major", keep="first", maintain_order=True).sort("server_major", descending=True))
-        for r in worst.iter_rows(named=True):
-            parts.append(f"async on {r['server_major']}: median {fmt(r['lost_median'])} {r['mode']}s "
-                         f"({fmt(r['ms_median'])} ms)")
-        out[queue] = {"server crash lost": "; ".join(parts)}
+        parts = [f"0 in {durable['crashes'].sum()} (sync on)" if durable.height and durable["lost_max"].max() == 0
+                 else "some (sync on)"]
+        worst = (mine.filter((pl.col("config") == analysis.ASYNC_BASE) & (pl.col("mode") == "enqueue"))
+                 .sort("server_major", descending=True))
+        parts += [f"median {sig(r['lost_median'])} (off, {r['server_major']})" for r in worst.iter_rows(named=True)]
+        out[queue] = {LOST: "; ".join(parts)}
     return out
 
 
-def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the durability study says to someone choosing settings: the crash-loss answer, from its rows."""
-    row = analysis.headline(tables["crashes"], tables["samples"])
-    return [(f"**If you turn `synchronous_commit` off**, know what a crash takes back: {row[0]['answer']} "
-             "(durability study).")] if row else []
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """Durable commits lose nothing; what async commit loses per server; the setting that removes it."""
+    crashes = tables["crashes"]
+    cs = analysis.crash_summary(crashes)
+    if cs.is_empty():
+        return []
+    out = []
+    queues = names(cs["queue"].unique(maintain_order=True).to_list())
+    durable = [r for r in cs.iter_rows(named=True) if analysis.is_durable(r)]
+    if durable and not any(r["with_loss"] for r in durable):
+        n = sum(r["crashes"] for r in durable)
+        out.append(Finding("durability", "With `synchronous_commit` on, {queues} lost nothing in {n} server crashes; "
+                           "no product was crash-tested yet.",
+                           {"queues": queues, "n": n, "hi": Percent(analysis.share_interval(0, n)[1])},
+                           interval="at most {hi} of such crashes would lose, at 95 %",
+                           cells=tuple(sorted({f"postgres/{r['queue']} {r['config']} on {r['server_major']}" for r in durable})),
+                           answers="no_loss", short="Not measured yet for the products. Our {queues} lost "
+                           "nothing in {n} crashes with `synchronous_commit` on."))
+    by = analysis.loss_by_config(crashes)
+    for major in sorted(set(cs["server_major"].to_list()), reverse=True):
+        mode = cs.filter((pl.col("server_major") == major) & (pl.col("config") == analysis.ASYNC_BASE)
+                         & (pl.col("mode") == "enqueue"))
+        if not mode.height or not mode["with_loss"][0]:
+            continue
+        r = mode.row(0, named=True)
+        out.append(Finding("durability", "With `synchronous_commit` off, PostgreSQL {major} lost a median of "
+                           "{median} enqueued jobs per crash and at most {most}, the last {ms} ms of commits.",
+                           {"major": major, "median": float(r["lost_median"]), "most": r["lost_max"],
+                            "ms": r["ms_max"], "lo": r["lost_lo"], "hi": r["lost_hi"], "n": r["crashes"],
+                            "level": Percent(r["coverage"])},
+                           interval="the median's {level} interval: {lo} – {hi}, {n} crashes",
+                           cells=(f"postgres/{r['queue']} {analysis.ASYNC_BASE} on {major}",)))
+        variants = [v for v in by.filter(pl.col("server_major") == major).to_dicts()
+                    if v["config"] != analysis.ASYNC_BASE and not analysis.is_durable(v)]
+        zero = [v for v in variants if v["with_loss"] == 0]
+        if zero:
+            out.append(Finding("durability", "On PostgreSQL {major}, {how}: 0 in {n} crashes.",
+                               {"major": major, "how": analysis._removal(zero), "n": min(v["crashes"] for v in zero)},
+                               cells=tuple(f"postgres/{v['config']} on {major}" for v in zero)))
+    return out
+
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
+    """How many rounds the throughput ratios rest on (their intervals are over the rounds)."""
+    df = tables["samples"]
+    rounds = df["repeat"].n_unique() if "repeat" in df.columns else 0
+    return (f"Throughput ratios rest on {rounds} rounds, and each carries its 95 % interval over them; "
+            "crash losses carry an order-statistic interval.") if rounds else None
 
 
 def _servers(manifests: list[dict], primary: int | None) -> dict[int, str]:
@@ -95,7 +138,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "runs_table": analysis.runs_table(every, all_crashes).markdown(),
         "rounds": len({m["params"].get("repeat", 0) for m in manifests}),
         "samples_per_run": sorted({m["params"].get("samples") for m in manifests if m["params"].get("samples")}),
-        "throughput_figure": figure("throughput_vs_concurrency", charts.throughput_vs_concurrency(df, fitted)),
+        "throughput_figure": figure("throughput_vs_concurrency", charts.throughput_vs_concurrency(df)),
         "latency_figure": figure("latency_p95_vs_concurrency", charts.latency_vs_concurrency(df)),
         "table": analysis.table(summary).markdown(),
         "fits": analysis.fits_table(fitted).markdown(),
@@ -123,7 +166,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
                        if decomposed.height else "",
             "figure": drawn("tuned_decomposition", charts.tuned_decomposition(df)),
         },
-        "headline": analysis.headline(all_crashes, every),
         "limit": {"table": analysis.limit_table(df).markdown(), "findings": analysis.limit_findings(df),
                   "errors": limits.errors(every, ["config", "queue"])},
         "primary": primary,

@@ -73,6 +73,23 @@ def best(df: pl.DataFrame) -> dict[str, dict[str, Any]]:
             for s in small["system"].unique(maintain_order=True)}
 
 
+def bulk_gains(df: pl.DataFrame) -> dict[str, float]:
+    """Per system on the main server (smallest payload, one client): its best bulk call's jobs/s
+    over one job per call."""
+    good = primary(df)
+    if not good.height:
+        return {}
+    small = good.filter(pl.col("payload_bytes") == good["payload_bytes"].min())
+    out = {}
+    for system in small["system"].unique(maintain_order=True):
+        mine = small.filter(pl.col("system") == system)
+        one = mine.filter((pl.col("batch") == 1) & (pl.col("clients") == 1))["jobs_s"].max()
+        bulk = mine.filter(pl.col("batch") > 1)["jobs_s"].max()
+        if one and bulk:
+            out[system] = bulk / one
+    return out
+
+
 def findings(df: pl.DataFrame) -> list[str]:
     """The fastest enqueue, what a call of many jobs buys each system, what clients buy, and the
     systems that have no bulk call: each said once."""

@@ -8,20 +8,51 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from benchlib import features
+from benchlib.findings import Finding, Ratio, sig
 from benchlib.studies.enqueue import analysis, charts
-from benchlib.tables import fmt
 
 TITLE = "Enqueue: how fast each system takes jobs in"
 
 
-def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's enqueue column: a system's fastest enqueue (smallest payload, main server)."""
-    return {system: {"enqueue, best": f"{fmt(row['jobs_s'])} jobs/s ({row['batch']:,} per call)"}
+PLACE = 4  # its section's place on the front page: what readers choose by first
+QUESTION = "How fast does each system take jobs in, one at a time and in bulk?"
+KEY_CHART = "enqueue_by_batch"
+BEST = "enqueue, best, jobs/s"
+
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """A system's fastest enqueue (smallest payload, main server), and its jobs per call."""
+    return {system: {BEST: f"{sig(row['jobs_s'])} ({sig(row['batch'])} per call)"}
             for system, row in analysis.best(tables["samples"]).items()}
 
 
-def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    return []
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """The fastest product's enqueue, and how much bulk calls and more clients bring."""
+    best = analysis.best(tables["samples"])
+    products = sorted(((s, r) for s, r in best.items() if features.is_product(s)), key=lambda x: -x[1]["jobs_s"])
+    if not products:
+        return []
+    (top, row), (low, low_row) = products[0], products[-1]
+    out = [Finding("enqueue", "{top} took jobs in fastest of the products, {rate} jobs/s in calls of {batch}; "
+                   "{low} at most {low_rate}.", {"top": top, "rate": row["jobs_s"], "batch": row["batch"],
+                                                 "low": low, "low_rate": low_row["jobs_s"]},
+                   cells=(f"postgres/{top} batch {row['batch']}", f"postgres/{low} batch {low_row['batch']}"),
+                   answers="bulk", short="{top}: {rate} jobs/s in calls of {batch}.")]
+    bulk = analysis.bulk_gains(tables["samples"])
+    if bulk:
+        out.append(Finding("enqueue", "Many jobs per call instead of one took jobs in {lo} to {hi} faster "
+                           "({n} systems with a bulk call).",
+                           {"lo": Ratio(min(bulk.values())), "hi": Ratio(max(bulk.values())), "n": len(bulk)},
+                           cells=tuple(f"postgres/{s}" for s in bulk)))
+    return out
+
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
+    """Each cell is one timed window: say so."""
+    seconds = (manifests[0].get("params") or {}).get("seconds") if manifests else None
+    return (f"Each cell is one window of {sig(seconds)} s, so this study measures no run-to-run spread."
+            if seconds else None)
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -32,7 +63,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "figures": {name: figure(name, make(df)) for name, make in charts.CHARTS.items()},
         "tables": analysis.tables(df).markdown(),
         "findings": analysis.findings(df),
-        "headline": [],
         "seconds": params.get("seconds"),
         "errors": df.filter(pl.col("error").is_not_null()).select("system", "payload_bytes", "clients", "batch",
                                                                    "error").rows(named=True),

@@ -178,56 +178,6 @@ def bloats(by: dict[str, dict[str, Any]]) -> bool:
     return h >= RATIO_FLOOR and h >= 2 * b
 
 
-def headline(phases: pl.DataFrame) -> list[dict[str, str]]:
-    """Rows for the report's answer table."""
-    by_cell = cells(phases)
-    rows = []
-    bloat = []
-    for design in sorted({d for d, _ in by_cell}):
-        parts = []
-        for holder in XMIN_HOLDERS:
-            by = by_cell.get((design, holder))
-            if not by:
-                continue
-            b, h = by["baseline"]["peak_n_dead_tup"], by["held"]["peak_n_dead_tup"]
-            growth = f"size growth {mb(by['baseline']['data_bytes_growth'])} → {mb(by['held']['data_bytes_growth'])} MiB"
-            if b is not None and b >= RATIO_FLOOR and h is not None:
-                parts.append(f"{holder}: dead tuples {ratio(h / b)} ({fmt(b)} → {fmt(h)}), {growth}")
-            elif h is not None:
-                parts.append(f"{holder}: peak dead tuples {fmt(b)} → {fmt(h)}, {growth}")
-        if parts:
-            bloat.append(f"{design}: " + "; ".join(parts))
-    if bloat:
-        designs = sorted({d for d, _ in by_cell})
-        bloated = [d for d in designs if any(bloats(by) for (d2, h), by in by_cell.items()
-                                               if d2 == d and h in XMIN_HOLDERS)]
-        clean = [d for d in designs if d not in bloated]
-        answer = "; ".join(part for part in (
-            f"{', '.join(bloated)} bloat while it is held" if bloated else "",
-            f"{', '.join(clean)} do{'es' if len(clean) == 1 else ''} not" if clean else "") if part)
-        stalled = rotation_by_holder(phases)["stalled"]
-        if stalled:
-            answer += f"; rotation stalls under {', '.join(stalled)}"
-        rows.append({"question": "What does a held xmin horizon do to each design?", "answer": answer,
-                     "evidence": "; ".join(bloat)})
-    p95 = [(d, h, by["baseline"]["bystander_p95_ms"], by["held"]["bystander_p95_ms"])
-           for (d, h), by in by_cell.items() if h in XMIN_HOLDERS]
-    p95 = [(d, h, b, x) for d, h, b, x in p95 if b and x]
-    if p95:
-        lo, hi = min(x / b for *_, b, x in p95), max(x / b for *_, b, x in p95)
-        rows.append({"question": "Do unrelated queries on the same server slow down?",
-                     "answer": f"bystander p95 changes {ratio(lo)} to {ratio(hi)} while the horizon is held",
-                     "evidence": "; ".join(f"{d}/{h}: {fmt(b, 2)} → {fmt(x, 2)} ms" for d, h, b, x in p95)})
-    slots = slot_effect(phases)
-    if slots:
-        kept = [s for s in slots if s["kept"]]
-        rows.append({"question": "Does an idle logical replication slot hold VACUUM back on queue tables?",
-                     "answer": "yes" if kept else "no: it pins catalog_xmin and WAL, not the tables' xmin",
-                     "evidence": "; ".join(f"{s['design']}: peak dead tuples {fmt(s['held'])} under the slot vs "
-                                           f"{fmt(s['xmin_holders'])} under an xmin holder" for s in slots)})
-    return rows
-
-
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
     """Lost, duplicates (per cell, by job id) and failed cells."""
     if tables["phases"] is None:

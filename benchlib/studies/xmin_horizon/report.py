@@ -9,6 +9,8 @@ import altair as alt
 import polars as pl
 import yaml
 
+from benchlib import features
+from benchlib.findings import Finding, Ratio, names, sig
 from benchlib.studies.xmin_horizon import analysis, charts
 
 TITLE = "xmin horizon: queues while something holds VACUUM back"
@@ -30,53 +32,86 @@ def main_params(manifests: list[dict]) -> dict:
     return (main or manifests or [{"params": {}}])[0]["params"]
 
 
-def front(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """The front page's xmin column: under a held snapshot (what a long BI query holds), the dead
-    tuples the system's tables kept and how much its tables grew per 1,000 jobs, held and without
-    the holder (a growth below the baseline's is not bloat); each system from its run on the
-    default server, PgQ from its run on PostgreSQL 15."""
-    from benchlib.tables import fmt
+PLACE = 2  # its section's place on the front page: what readers choose by first
+QUESTION = "What happens to each queue while something holds VACUUM back on its server?"
+KEY_CHART = "table_size"
+GROWTH = "held snapshot: growth, KiB per 1,000 jobs"
 
+
+def _held(tables: dict[str, pl.DataFrame]) -> dict[str, dict[str, Any]]:
+    """Per design, its rr_snapshot cell (what a long report or pg_dump holds): on the default server,
+    or for a design that ran only on another (PgQ), there."""
     main, other = split_servers(tables["phases"])
-    out: dict[str, dict[str, str]] = {}
-    for phases in (main, other):  # a design on the default server first; PgQ only runs on the other
+    out: dict[str, dict[str, Any]] = {}
+    for phases in (main, other):
         for (design, holder), by in analysis.cells(phases).items():
-            if holder != "rr_snapshot" or design in out:
-                continue
-            base, held = by["baseline"], by["held"]
-            grew = {k: analysis.per_1000_jobs(r) for k, r in (("base", base), ("held", held))}
-            text = (f"dead tuples {fmt(base['peak_n_dead_tup'])} → {fmt(held['peak_n_dead_tup'])}; size "
-                    f"{_signed(grew['held'])} KiB per 1,000 jobs held ({_signed(grew['base'])} without)")
-            if phases is other:
-                text += f" (PostgreSQL {held['server_major']})"
-            out[design] = {"under a held snapshot": text}
+            if holder == "rr_snapshot" and design not in out:
+                out[design] = {**by, "elsewhere": phases is other}
     return out
 
 
 def _signed(kib: float | None) -> str:
-    from benchlib.tables import fmt
-
-    return "–" if kib is None else ("+" if kib >= 0 else "") + fmt(kib, 0)
+    return "–" if kib is None else ("+" if kib >= 0 else "−") + sig(abs(kib))
 
 
-def use_when(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[str]:
-    """What the xmin study says to someone choosing: who bloats under a held snapshot, who does not."""
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """How much a system's tables grew per 1,000 jobs while a snapshot was held, and without it."""
+    out = {}
+    for design, by in _held(tables).items():
+        grew = {k: analysis.per_1000_jobs(by[k]) for k in ("baseline", "held")}
+        text = f"{_signed(grew['held'])} ({_signed(grew['baseline'])} without)"
+        out[design] = {GROWTH: text + (f" on {by['held']['server_major']}" if by["elsewhere"] else "")}
+    return out
+
+
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """Who bloats under a held snapshot and who does not; the products' growth; bystanders; the slot."""
+    held = _held(tables)
     main, other = split_servers(tables["phases"])
-    bloats, clean = [], []
-    for phases in (main, other):
-        for (design, holder), by in analysis.cells(phases).items():
-            if holder != "rr_snapshot" or design in bloats + clean:
-                continue
-            base, held = by["baseline"]["peak_n_dead_tup"] or 0, by["held"]["peak_n_dead_tup"] or 0
-            (bloats if held > max(2 * base, analysis.RATIO_FLOOR) else clean).append(design)
-    if not bloats:
+    every = {**analysis.cells(other), **analysis.cells(main)}
+    designs = list(dict.fromkeys(d for (d, h) in every if h in analysis.XMIN_HOLDERS))
+    bloated = [d for d in designs if any(analysis.bloats(by) for (d2, h), by in every.items()
+                                         if d2 == d and h in analysis.XMIN_HOLDERS)]
+    if not designs:
         return []
-    from benchlib.tables import plural
+    clean = [d for d in designs if d not in bloated]
+    out = [Finding("xmin_horizon", "While a snapshot or an idle transaction held the horizon, {n} of {of} systems bloated"
+                   + ("; {clean} did not, emptying whole tables by TRUNCATE." if clean else "."),
+                   {"n": len(bloated), "of": len(designs), "clean": names(clean)},
+                   cells=tuple(f"postgres/{d} {h}" for (d, h) in every if h in analysis.XMIN_HOLDERS))]
+    growth = {d: analysis.per_1000_jobs(by["held"]) for d, by in held.items()
+              if features.is_product(d) and d in bloated}
+    growth = {d: g for d, g in growth.items() if g is not None}
+    if growth:
+        least, most = min(growth, key=growth.get), max(growth, key=growth.get)
+        spared = [d for d in clean if features.is_product(d)]
+        out.append(Finding("xmin_horizon", ("{spared} did not bloat. " if spared else "")
+                           + "Of the products that did, {least} grew least ({lo} KiB per 1,000 jobs) and {most} most ({hi}).",
+                           {"spared": names(spared), "least": least, "most": most,
+                            "lo": growth[least], "hi": growth[most]},
+                           cells=tuple(f"postgres/{d} rr_snapshot" for d in (*spared, least, most)),
+                           answers="shared_server", short=("{spared} (no bloat). " if spared else "")
+                           + "Least growth while held: {least}, {lo} KiB per 1,000 jobs."))
+    by_cell = analysis.cells(main)
+    p95 = [by["held"]["bystander_p95_ms"] / by["baseline"]["bystander_p95_ms"] for (d, h), by in by_cell.items()
+           if h in analysis.XMIN_HOLDERS and by["baseline"]["bystander_p95_ms"] and by["held"]["bystander_p95_ms"]]
+    if p95:
+        out.append(Finding("xmin_horizon", "Unrelated queries on the same server kept their p95 within {lo} to {hi} "
+                           "of before while the horizon was held.", {"lo": Ratio(min(p95)), "hi": Ratio(max(p95))},
+                           cells=tuple(f"postgres/{d} {h}" for (d, h) in by_cell if h in analysis.XMIN_HOLDERS)))
+    slots = analysis.slot_effect(main)
+    if slots and not any(s["kept"] for s in slots):
+        out.append(Finding("xmin_horizon", "An idle logical replication slot did not hold VACUUM back: peak dead "
+                           "tuples {lo} under the slot against {hi} under an xmin holder.",
+                           {"lo": (min(s["held"] for s in slots), max(s["held"] for s in slots)),
+                            "hi": (min(s["xmin_holders"] for s in slots), max(s["xmin_holders"] for s in slots))},
+                           cells=tuple(f"postgres/{s['design']} logical_slot" for s in slots)))
+    return out
 
-    return [f"**If long reports or backups run on the queue's server**, every table-based queue here "
-            f"bloated while a snapshot was held ({plural(len(bloats), 'system')})"
-            + (f"; {', '.join(clean)} did not (they empty whole tables by TRUNCATE)" if clean else "")
-            + " (xmin study)."]
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str:
+    """Each cell ran once: say so, rather than imply a precision nobody measured."""
+    return "Each system and holder ran once, so this study measures no run-to-run spread."
 
 
 def split_servers(phases: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -111,7 +146,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "figures": [figure(name, charts.CHARTS[name](samples)) for name in names],
         "table": analysis.table(phases, samples).markdown(),
         "findings": analysis.findings(phases),
-        "headline": analysis.headline(phases),
         "rotation": analysis.rotation_by_holder(phases),
         "slot_effect": analysis.slot_effect(phases),
         "params": main_params(manifests),

@@ -48,17 +48,17 @@ def mean_with_error_bars(x: str, y: str, color: str, *, x_title: str, y_title: s
     return alt.layer(line, bars).properties(width=WIDTH, height=HEIGHT)
 
 
-def save(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
-    """Write stem.svg and stem.png (vl-convert, no browser); the SVG carries STAMP."""
+def save(chart: alt.TopLevelMixin, stem: Path) -> Path:
+    """Write stem.svg (vl-convert, no browser), carrying STAMP: the one file a page shows (GitHub
+    and every browser draw SVG; report.html draws the chart itself)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".svg"), stem.with_suffix(".png")]
-    chart.save(paths[0])
-    svg = paths[0].read_text()
+    path = stem.with_suffix(".svg")
+    chart.save(path)
+    svg = path.read_text()
     if STAMP not in svg:
         end = svg.find(">", svg.find("<svg")) + 1
-        paths[0].write_text(svg[:end] + STAMP + svg[end:])
-    chart.save(paths[1], scale_factor=2)
-    return paths
+        path.write_text(svg[:end] + STAMP + svg[end:])
+    return path
 
 
 # --- small multiples that fit a page ------------------------------------------------------

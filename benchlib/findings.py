@@ -128,10 +128,10 @@ def _budgeted(said: str, study: str) -> str:
     return said
 
 
-# A sentence ends at . ! or ? followed by a space and a capital, a backtick or a digit; "e.g."
-# and decimal points do not end one.
-_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<=[.!?])\s+(?=[A-Z`*0-9(\[])")
-_MARKUP = re.compile(r"\]\([^)]*\)|[*`_\[]")
+# A sentence ends at . ! or ? followed by a space; "e.g.", "i.e.", "vs." and "cf." do not end one
+# (a decimal point has no space after it).
+_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+(?=\S)")
+_MARKUP = re.compile(r"\]\([^)]*\)|[*`\[]")
 
 
 def sentences(text: str) -> list[str]:
@@ -143,3 +143,35 @@ def sentences(text: str) -> list[str]:
 def words(sentence: str) -> int:
     """Words as a reader counts them: a number with its unit or an en-dash range is one each."""
     return len([w for w in sentence.split() if any(c.isalnum() for c in w)])
+
+
+def prose(markdown: str) -> list[str]:
+    """The paragraphs and list items of a markdown page a reader reads as sentences: no tables,
+    headings, code, images or comments; a list item is a paragraph of its own."""
+    paragraphs, current, code = [], [], False
+
+    def close() -> None:
+        if current:
+            paragraphs.append(" ".join(current))
+            current.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            code = not code
+            close()
+            continue
+        if code or not line.strip() or line.lstrip().startswith(("|", "#", "<!--", "![", ">")):
+            close()
+            continue
+        if item := re.match(r"^\s*(?:[-*]|\d+\.)\s+(.*)$", line):
+            close()
+            current.append(item.group(1))
+        else:
+            current.append(line.strip())
+    close()
+    return paragraphs
+
+
+def over_budget(markdown: str) -> list[str]:
+    """The sentences of a page longer than MAX_WORDS."""
+    return [s for p in prose(markdown) for s in sentences(p) if words(s) > MAX_WORDS]

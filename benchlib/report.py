@@ -201,8 +201,8 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                 continue
 
             def figure(chart_name: str, chart: alt.TopLevelMixin, study_name: str = name) -> Path:
-                svg = charts.save(chart, figures_root / study_name / profile / chart_name)[0]
-                written.update({svg, svg.with_suffix(".png")})
+                svg = charts.save(chart, figures_root / study_name / profile / chart_name)
+                written.add(svg)
                 rel = Path(os.path.relpath(svg, out.parent))
                 drawn[rel.as_posix()] = chart
                 return rel
@@ -234,10 +234,10 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                   "data_dir": os.path.relpath(data_dir, out.parent), "method": os.path.relpath(METHOD, out.parent),
                   "pages": pages.name, "report": out.name}
         findings = [f for s in sections for f in s["findings"]]
+        latest = [s["sentences"][0] for s in sections if s["sentences"]][:MAX_LATEST]
         text = env.get_template("report.md.j2").render(
             **shared, sections=sections, cards={k: t.markdown() for k, t in cards.items()},
-            products=len(cards["products"].rows),
-            latest=[s["sentences"][0] for s in sections if s["sentences"]][:MAX_LATEST],
+            products=len(cards["products"].rows), latest=latest,
             questions=_answers(findings))
         page_texts = {f"{s['name']}.md": env.get_template("page.md.j2").render(**shared, s=s) for s in sections}
         page_texts["provenance.md"] = env.get_template("provenance.md.j2").render(
@@ -253,12 +253,31 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
         write_text(html.page(text, shown, title=_title(text), kinds=_kinds()), out.with_suffix(".html"))
         write_text(json.dumps([f.record() for f in findings], indent=1, ensure_ascii=False) + "\n",
                    pages / "findings.json")
+        if where.published and profile == "standard" and out == where.report:
+            _readme_findings(latest)
         _remove_unwritten(figures_root, [(s["name"], profile) for s in sections], written,
                           pages, {pages / p for p in page_texts} | {pages / "findings.json"})
     return out
 
 
 MAX_LATEST = 6  # bullets under "What the latest run found"
+README = outputs.REPO_ROOT / "README.md"
+README_BLOCK = ("<!-- latest findings: written by `make report` from the report's own, do not edit -->\n",
+                "<!-- end of latest findings -->\n")
+
+
+def _readme_findings(latest: list[str]) -> None:
+    """README's first screen shows the published report's latest findings: rewritten between its
+    markers, so the two never disagree (a README without the markers is left alone)."""
+    text = README.read_text()
+    begin, end = README_BLOCK
+    if begin not in text or end not in text:
+        return
+    head, rest = text.split(begin, 1)
+    body = "".join(f"- {line}\n" for line in latest)
+    new = head + begin + body + end + rest.split(end, 1)[1]
+    if new != text:
+        write_text(new, README)
 
 
 def _caption(chart: alt.TopLevelMixin) -> str | None:

@@ -13,6 +13,11 @@ from benchlib.tables import plural
 pytestmark = pytest.mark.integration
 
 
+def page(front, name: str) -> str:
+    """A page the report links from its front page `front`: report/<name>.md beside report.md."""
+    return (front.parent / front.stem / f"{name}.md").read_text()
+
+
 @pytest.fixture(scope="module")
 async def smoke_data(tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
@@ -22,20 +27,33 @@ async def smoke_data(tmp_path_factory):
 
 
 def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, tmp_path):
+    stale = tmp_path / "figures" / "drain" / "smoke" / "versus_default.svg"  # what an earlier layout drew
+    stale.parent.mkdir(parents=True)
+    stale.write_text("<svg/>")
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "gone.md").write_text("a page an earlier layout wrote")
     out = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "figures", out=tmp_path / "report.md")
     text = out.read_text()
     assert "short runs support no conclusions" in text.splitlines()[0]
-    # the answer first (the systems, what to use when), then caveats and questions; provenance last
-    assert (text.index("## The systems at a glance") < text.index("### Use when")
-            < text.index("## What this does not measure yet") < text.index("## Questions, answered")
-            < text.index("## Appendix: where and how these numbers were measured"))
-    assert text.index("## The systems at a glance") < 40 * 80  # on the first screen
+    # the answers first (findings, pick by need, the scorecards), then a section per study; caveats last
+    assert (text.index("## What the latest run found") < text.index("## Pick by need")
+            < text.index("## The products on PostgreSQL") < text.index("## " + drain.report.TITLE)
+            < text.index("## What this does not measure yet") < text.index("## Words used here"))
+    assert text.index("## What the latest run found") < 10 * 80  # on the first screen
     assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden
-    assert "nothing to fit: a curve needs 3 consumer counts" in text  # 1 and 2 consumers: no scaling law
     assert "(s)" not in text
-    assert f"{plural(os.cpu_count(), 'core')}, shared by the harness and the server" in text  # from the manifest
-    assert (tmp_path / "figures" / "drain" / "smoke" / "throughput_vs_batch.svg").exists()
-    assert "](figures/drain/smoke/throughput_vs_batch.svg)" in text
+    drain_page = page(out, "drain")
+    assert "Scaling-law fits" not in drain_page  # 1 and 2 consumers: no law to test, no section
+    assert "](../figures/drain/smoke/throughput_vs_batch.svg)" in drain_page  # links from the page's folder
+    assert "](figures/drain/smoke/throughput_vs_batch.svg)" in text  # the key chart on the front page
+    assert f"{plural(os.cpu_count(), 'core')}, shared by the harness and the server" in page(out, "provenance")
+    assert "](report/drain.md)" in text and "](report/provenance.md)" in text
+    assert not stale.exists() and not (tmp_path / "report" / "gone.md").exists()  # only what a page shows stays
+    shown = "".join(p.read_text() for p in [out, *(tmp_path / "report").glob("*.md")])
+    drawn = sorted((tmp_path / "figures").rglob("*.svg"))
+    assert drawn and all(f"{f.relative_to(tmp_path).as_posix()})" in shown for f in drawn)
+    assert json.loads((tmp_path / "report" / "findings.json").read_text()) == []  # on PostgreSQL only: none here
+    assert out.with_suffix(".html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(smoke_data, tmp_path):
@@ -52,7 +70,8 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
     manifest["server"]["settings_not_applied"] = {"autovacuum_naptime": {"requested": "2s", "effective": "1min"}}
     manifest_path.write_text(json.dumps(manifest))
     try:
-        text = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
+        text = page(report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "f", out=tmp_path / "r.md"),
+                    "provenance")
     finally:
         manifest_path.write_text(original)
     assert "**Something else used the machine** during 1 run" in text and "sqlite__sqlite (40 %)" in text
@@ -99,9 +118,9 @@ async def test_the_seed_cell_is_rendered_beside_the_published_comparison(tmp_pat
                                  consumers=1, bystanders=1, bystander_rows=1000, bystander_rate=20, phase_s=2,
                                  sample_interval_s=1, autovacuum={"autovacuum_naptime": "1s"})
     await xmin_horizon.run(params, data_dir=tmp_path / "data", profile="seed", progress=False)
-    text = report.build("seed", data_dir=tmp_path / "data", figures_dir=tmp_path / "f",
-                        out=tmp_path / "r.md").read_text()
-    assert drain.report.TITLE not in text  # the seed profile is the xmin study's alone: no empty drain section
+    out = report.build("seed", data_dir=tmp_path / "data", figures_dir=tmp_path / "f", out=tmp_path / "r.md")
+    assert drain.report.TITLE not in out.read_text()  # the seed profile is the xmin study's alone: no drain section
+    text = page(out, "xmin_horizon")
     section = text[text.index("### The seed-sized cell beside the published comparison"):]
     assert "| published: SKIP LOCKED |" in section and "| here: claim_then_delete |" in section
     assert "SKIP LOCKED (published): dequeues/s 0.65×" in section
@@ -121,8 +140,8 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
                                                warmup=0, crashes=0 if repeat else 2, crash_after_s=[0.2, 0.4],
                                                crash_backlog=3000, repeat=repeat),
                              data_dir=data, profile="smoke", progress=False)
-    text = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
-    section = text[text.index("## " + durability.report.TITLE):]
+    out = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md")
+    text, section = out.read_text(), page(out, "durability")
     assert "runs the configurations in 2 rounds" in section
     assert "1 measured sample per cell and run" in section
     assert "`synchronous_commit=off` (`async_commit`) ran at " in section and "(2 rounds: " in section
@@ -133,7 +152,10 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
            "PostgreSQL" in section
     assert "for 2 crashes, the smallest and largest of 2" in section  # which interval, said once
     assert "commit 1f395354d" in section and "What was verified, and what was not" in section
-    assert "What does `synchronous_commit=off` lose in a crash" in text  # the answer table's row
+    assert "| Which never loses a job when the server crashes? | Not measured yet for the products. Our skip_locked " \
+           "lost nothing in 4 crashes" in text  # the front page's answer, from the crashes
+    found = json.loads((tmp_path / "r" / "findings.json").read_text())
+    assert found and all(f["study"] == "durability" and f["cells"] and f["text"] in section for f in found)
     for chart in ("throughput_vs_concurrency", "crash_loss", "commit_settings_vs_default"):
         assert (tmp_path / "f" / "durability" / "smoke" / f"{chart}.svg").exists()
     assert "does **not** cover" in section
@@ -155,8 +177,8 @@ async def test_a_second_server_is_compared_cell_by_cell(tmp_path):
         await durability.run(durability.Params(config="default", concurrency=[1, 2], jobs=[150], samples=1,
                                                warmup=0, crashes=1, crash_after_s=[0.2, 0.3], crash_backlog=500,
                                                pg_major=major), data_dir=data, profile="smoke", progress=False)
-    text = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md").read_text()
-    section = text[text.index("## " + durability.report.TITLE):]
+    section = page(report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md"),
+                   "durability")
     primary = binaries.choose().major
     assert f"### The server version: PostgreSQL {primary} and 15" in section
     assert f"PostgreSQL 15 against {primary}, cell by cell (default; 2 cells)" in section

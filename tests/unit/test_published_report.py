@@ -1,8 +1,9 @@
-"""The committed report.md reads like a report, not a template run once per system.
+"""The committed report reads like a report people cite, not a template run once per system.
 
-Checked on the file `make report` last wrote (no database): the answer on the first screen
-and no sentence (numbers and system names masked) said more than twice. A report written
-by an earlier template (before the per-system front page) is skipped, saying so."""
+Checked on the files `make report` last wrote (no database): the answers on the first screen,
+the front page within its length, the scorecard within its columns and its rows products,
+every sentence of every page within the budget, no sentence (numbers and names masked) said
+more than twice on a page, and every figure a page shows, and only those, on disk."""
 from __future__ import annotations
 
 import re
@@ -10,26 +11,28 @@ from collections import Counter
 
 import pytest
 
+from benchlib.findings import over_budget, prose, sentences
 from benchlib.outputs import REPO_ROOT
 from benchlib.queues import QUEUES
+from benchlib.studies import STUDIES
 from benchlib.studies.durability.measure import CONFIGS
 
 REPORT = REPO_ROOT / "report.md"
-FRONT = "## The systems at a glance"
+PAGES = REPO_ROOT / "report"
+FRONT = "## What the latest run found"
+MAX_LINES, MAX_LATEST, MAX_COLUMNS = 300, 6, 8
 
 
 def _report() -> str:
     text = REPORT.read_text()
     if FRONT not in text:
-        pytest.skip("report.md predates the per-system front page: `make report` writes the one this checks")
+        pytest.skip("report.md predates the front page of answers: `make report` writes the one this checks")
     return text
 
 
-def sentences(text: str) -> list[str]:
-    """Prose sentences: tables, headings, code and image lines left out."""
-    prose = [line for line in text.splitlines()
-             if line.strip() and not line.lstrip().startswith(("|", "#", "!", "<!--", "```", ">"))]
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(prose)) if len(s.split()) >= 6]
+def _pages() -> dict[str, str]:
+    _report()
+    return {"report.md": REPORT.read_text(), **{f"report/{p.name}": p.read_text() for p in sorted(PAGES.glob("*.md"))}}
 
 
 def masked(sentence: str) -> str:
@@ -40,23 +43,81 @@ def masked(sentence: str) -> str:
     return out
 
 
-def test_the_answer_comes_first():
+def _said(text: str) -> list[str]:
+    return [s for p in prose(text) for s in sentences(p) if len(s.split()) >= 6]
+
+
+def test_the_answers_come_first_and_the_front_page_fits():
     lines = _report().splitlines()
-    assert any(line.startswith(FRONT) for line in lines[:15])
-    assert any(line.startswith("### Use when") for line in lines[:40])
-    end = next(i for i, line in enumerate(lines) if line.startswith("## What this does not"))
-    assert not [line for line in lines[40:end] if line.strip()], "a 'use when' line falls after line 40"
-    head = "\n".join(lines[:40])
-    assert "## Appendix" not in head and "Settings that differ" not in head
+    assert len(lines) <= MAX_LINES
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings[:3] == [FRONT, "## Pick by need", "## The products on PostgreSQL"]
+    assert lines.index(FRONT) < 10
+    start = lines.index(FRONT)
+    latest = [line for line in lines[start + 1:lines.index("## Pick by need")] if line.startswith("- ")]
+    assert 1 <= len(latest) <= MAX_LATEST
 
 
-def test_no_sentence_is_said_more_than_twice():
-    counts = Counter(masked(s) for s in sentences(_report()))
-    repeated = {s: n for s, n in counts.items() if n > 2}
-    assert not repeated, repeated
+def test_the_scorecard_is_products_on_postgresql_within_its_columns():
+    from benchlib import features
+
+    lines = _report().splitlines()
+    start = lines.index("## The products on PostgreSQL")
+    table = _first_table(lines[start:])
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    assert len(header) <= MAX_COLUMNS
+    rows = [line.strip("|").split("|")[0].strip() for line in table[2:]]
+    assert rows and all(features.is_product(r) and features.row_of(r) == r for r in rows), rows
+
+
+def _first_table(lines: list[str]) -> list[str]:
+    begin = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i, line in enumerate(lines[begin:], begin) if not line.startswith("|")), len(lines))
+    return lines[begin:end]
+
+
+def test_the_study_sections_come_in_the_order_readers_choose_by():
+    text = _report()
+    titles = [s.report.TITLE for s in sorted(STUDIES.values(), key=lambda s: s.report.PLACE)]
+    assert [text.index("## " + t) for t in titles] == sorted(text.index("## " + t) for t in titles)
+
+
+def test_every_sentence_of_every_page_is_within_the_budget():
+    long = {page: over_budget(text) for page, text in _pages().items()}
+    assert not {p: s for p, s in long.items() if s}
+
+
+def test_no_sentence_is_said_more_than_twice_on_a_page():
+    for page, text in _pages().items():
+        repeated = {s: n for s, n in Counter(masked(s) for s in _said(text)).items() if n > 2}
+        assert not repeated, (page, repeated)
 
 
 def test_the_masking_catches_a_template_sentence():
-    text = FRONT + "\n\n" + "\n".join(f"{q} peaks at {i},000 jobs/s with {i} consumers here." for i, q in
-                                     enumerate(["skip_locked", "pgmq", "pgqrs"], 1))
-    assert Counter(masked(s) for s in sentences(text)).most_common(1)[0][1] == 3
+    text = "\n".join(f"- {q} peaks at {i},000 jobs/s with {i} consumers here." for i, q in
+                     enumerate(["skip_locked", "pgmq", "pgqrs"], 1))
+    assert Counter(masked(s) for s in _said(text)).most_common(1)[0][1] == 3
+
+
+def test_every_figure_is_shown_and_every_figure_shown_exists():
+    pages = _pages()
+    shown = set()
+    for page, text in pages.items():
+        folder = (REPO_ROOT / page).parent
+        shown |= {(folder / p).resolve() for p in re.findall(r"!\[[^\]]*\]\(([^)]+\.svg)\)", text)}
+    drawn = {p.resolve() for p in (REPO_ROOT / "figures").glob("*/standard/*.svg")}
+    assert shown and shown <= {p.resolve() for p in (REPO_ROOT / "figures").rglob("*.svg")}
+    assert not drawn - shown, sorted(str(p) for p in drawn - shown)
+    assert not list((REPO_ROOT / "figures").rglob("*.png"))  # no raster beside the SVG a page shows
+
+
+def test_the_readme_shows_the_reports_latest_findings():
+    from benchlib.report import README_BLOCK
+
+    lines = _report().splitlines()
+    start = lines.index(FRONT)
+    latest = [line for line in lines[start + 1:lines.index("## Pick by need")] if line.startswith("- ")]
+    readme = (REPO_ROOT / "README.md").read_text()
+    block = readme.split(README_BLOCK[0])[1].split(README_BLOCK[1])[0]
+    assert block.splitlines() == latest
+    assert readme.index(README_BLOCK[0]) < 1200  # on the README's first screen

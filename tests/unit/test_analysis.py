@@ -58,7 +58,7 @@ def test_drain_prose_has_no_template_artefacts():
     for artefact in ("(s)", "multiplies", "1 consumers", "25.00", "30.00"):
         assert artefact not in text
     assert "A bigger batch (the smallest → the largest, one consumer): sqlite/sqlite 30×, postgres/skip_locked 25×" in text
-    assert "used 40 – 50 % of the disk's 10,000 fdatasync/s: sqlite/sqlite at half" in text  # 2 commits per job
+    assert "used 40 – 50 % of the disk's 10,000 fdatasync/s. At half of it or more: sqlite/sqlite." in text  # 2 commits per job
 
 
 def test_drain_totals_count_every_row():
@@ -252,10 +252,10 @@ def test_drain_limit_per_cell_and_the_reference_limit_beside_internal_sql():
     beside = beside.filter(pl.col("queue") == "pgqrs")
     text = " ".join(drain.limit_findings(own, beside))
     assert "**skip_locked**: the harness reached 0.60 – 0.90 (median 0.60) over 9 cells" in text
-    assert "closest at 1 × 1 (0.90: 2,000 against 2,222 jobs/s)" in text
+    assert "closest at 1 × 1 (0.90: 2,000 against 2,200 jobs/s)" in text
     assert "In 3 cells a pgbench run finished fewer jobs than the backlog" in text
     # pgqrs at 1 x 1: 500 against skip_locked's limit of 2,222
-    assert "Systems whose SQL is their library's own ran at these shares of what pgbench drew" in text
+    assert "Systems with SQL of their own, against pgbench running skip_locked's statements" in text
     assert "**pgqrs** 0.04 – 0.23." in text
     table = drain.limit_table(own, beside).markdown()
     assert "| pgqrs | 1 × 1 | 1,000 | – | 500 | 2,222 | 0.23 |  |  | skip_locked's statements (1,000 jobs) |" in table
@@ -302,8 +302,8 @@ def test_the_depth_axis_says_whose_cost_grows_with_the_backlog():
     assert verdicts == {"pgqrs": "grows", "chancy": "rises", "skip_locked": "flat"}
     grows, rises, flat = drain.depth_findings(depths)
     # a slope of 0.5 is 3.2x the cost for 10x the backlog: "more slowly", never "about as the backlog"
-    assert grows.startswith("**pgqrs**: server CPU per job grows about as the backlog (7.9× for 10× the jobs): "
-                            "100 → 1,812 µs")
+    assert grows.startswith("**pgqrs**: server CPU per job grows about as the backlog (7.9× for 10× the jobs), "
+                            "100 → 1,800 µs")
     assert rises.startswith("Server CPU per job grows more slowly than the backlog, for 10× the jobs: chancy 3.2× (")
     assert "from 2,000 to 50,000 jobs" in grows and flat.endswith("for skip_locked.")
     # the grid's own tables leave the depth axis's rows out
@@ -322,7 +322,7 @@ def test_the_depth_axis_on_sqlite_speaks_of_the_dequeue_p50():
     flat, serverless = drain.depth_findings(depths)
     assert flat.endswith("for skip_locked.")
     assert serverless == ("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs: "
-                          "pgqrs (sqlite) grows more slowly than the backlog, 2.5× (0.50 → 1.81 ms); "
+                          "pgqrs (sqlite) grows more slowly than the backlog, 2.5× (0.50 → 1.8 ms); "
                           "sqlite (sqlite) stays flat, 1.0× (0.50 → 0.50 ms).")
 
 
@@ -352,8 +352,8 @@ def test_a_system_drained_at_another_backlog_is_named_where_it_is_ranked():
     summary = drain.summarize(frame(rows, SAMPLES))
     assert drain.odd_backlogs(summary) == {"postgres/pg-boss": 200}
     peaks = drain.findings(summary, None)[0]
-    assert "postgres/skip_locked 75,000 jobs/s (4×50);" in peaks
-    assert "postgres/pg-boss 20 jobs/s (" in peaks and ", from 200 jobs)." in peaks
+    assert "postgres/skip_locked 75,000 (4×50);" in peaks
+    assert "postgres/pg-boss 20 (" in peaks and ", from 200 jobs)." in peaks
 
 
 def test_a_ranking_across_backends_names_every_backlog_apart_from_the_usual():
@@ -366,3 +366,41 @@ def test_a_ranking_across_backends_names_every_backlog_apart_from_the_usual():
     peaks = drain.findings(summary, None)[0]
     assert "turso/sqlite " in peaks and ", from 1,000 jobs)" in peaks
     assert "postgres/pgmq " in peaks and "from 5,000" not in peaks
+
+
+def test_every_study_s_prose_keeps_to_the_sentence_budget():
+    """A study page is read a sentence at a time: no sentence a study's prose function writes runs
+    past the 40-word budget (benchlib.findings.over_budget), however many systems it names. Each
+    study's representative prose on its fixture, with lists as long as the published data's."""
+    from test_capacity_rules import _published_pgmq
+    from test_durability_analysis import LOSS, SAMPLE_ROWS
+
+    from benchlib.findings import over_budget
+    from benchlib.studies.capacity import analysis as capacity
+    from benchlib.studies.capacity.measure import RESULTS, STEPS
+    from benchlib.studies.durability import analysis as durability
+    from benchlib.studies.enqueue import analysis as enqueue
+    from benchlib.studies.enqueue.measure import SAMPLES as ENQUEUE
+
+    many = ["graphile-worker", "rotation", "pg-boss", "skip_locked", "pgmq", "river", "claim_then_delete",
+            "skip_locked_delete", "procrastinate", "pgqueuer", "awa", "chancy", "pgqrs"]
+    drain_rows = frame([r for i, q in enumerate(many) for r in _drain_rows(("postgres", q), 1000 + 37 * i,
+                                                                            1.1 + 0.2 * i, 3 + i)], SAMPLES)
+    enqueue_rows = frame([{"system": s, "kind": "pull", "server_major": 18, "payload_bytes": 100, "clients": c,
+                           "batch": b, "jobs_s": (1000 + 10 * i) * (c ** 0.5) * (b ** (0.3 + 0.01 * i)),
+                           "mib_s": 1.0, "error": None, "duplicates": 0}
+                          for i, s in enumerate(many) for c, b in ((1, 1), (4, 1), (16, 1), (1, 100), (1, 1000))],
+                         ENQUEUE)
+    results = frame([{"backend": "postgres", "system": "pgmq", "kind": "pull", "consumers": 4, "batch": 50,
+                      "round": rnd, "passed": 28_770.2, "failed": 31_647.2, "confirmed": False, "bound": "bracket",
+                      "settings": "{}", "lowered_from": 31_647.2 if rnd == 0 else None} for rnd in range(3)], RESULTS)
+    prose = {
+        "drain": drain.findings(drain.summarize(drain_rows), fsync_per_s=10_000),
+        "xmin_horizon": xmin.findings(PHASES),
+        "durability": durability.loss_findings(LOSS, primary=18)
+                      + durability.findings(durability.summarize(SAMPLE_ROWS), fsync_per_s=8000, cores=2),
+        "enqueue": enqueue.findings(enqueue_rows),
+        "capacity": capacity.sentences(capacity.brackets(results, frame(_published_pgmq(), STEPS))),
+    }
+    over = {study: long for study, lines in prose.items() if (long := over_budget("\n".join(f"- {x}" for x in lines)))}
+    assert not over, over

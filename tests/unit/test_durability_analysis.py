@@ -61,8 +61,8 @@ def test_the_median_interval_and_the_reported_sizes():
     assert [analysis.size_text(v) for v in ("1MB", "0", "64kB", "2MB", None)] == ["1 MB", "0", "64 kB", "2 MB", "?"]
     assert analysis.delay_ms("10ms") == 10 and analysis.delay_ms("1s") == 1000
     note = analysis.interval_note(CRASH_ROWS)
-    assert "for 10 crashes, the 2nd smallest and 2nd largest of 10, which contain the median with probability 97.9 %" \
-        in note
+    assert "For 10 crashes it is the 2nd smallest and 2nd largest of 10, which contain the median with probability " \
+           "97.9 %." in note
 
 
 def test_findings_say_what_the_rows_say():
@@ -70,8 +70,8 @@ def test_findings_say_what_the_rows_say():
     text = " ".join(analysis.findings(summary, fsync_per_s=8000, cores=2))
     # 1.98 ms a job under default, 0.20 with async: 90 % of the time is the flush
     assert "90 % of `default`'s time is the wait for the WAL flush, 0.89 ms per commit" in text
-    assert "one 8 kB write + fdatasync takes 0.12 ms on this disk): the loop is fsync-bound." in text
-    assert "past 2 clients, this machine's core count, it gains 2.22× more" in text
+    assert "one 8 kB write + fdatasync takes 0.12 ms (pg_test_fsync). The loop is fsync-bound." in text
+    assert "Past 2 clients, this machine's core count, it gains 2.2× more" in text
 
 
 def test_a_durable_configuration_that_lost_jobs_is_not_called_safe():
@@ -109,7 +109,7 @@ def test_a_configuration_that_lost_nothing_in_every_crash_is_named_as_removing_t
            "20 crashes each" in on_18
     assert "`async_d10` (`wal_writer_delay=10ms`) lost in 10 of 20, at most 45 enqueues (the last 90 ms of them)" \
         in on_18
-    assert "lost acknowledged jobs in 20 of 20 crashes: per crash a median of 795 enqueues" in on_18
+    assert "lost acknowledged jobs in 20 of 20 crashes. Per crash it lost a median of 795 enqueues" in on_18
     # the most one crash lost and its ms from one mode: the enqueues' 1,200 took 144 ms, the acks' 300 took 150
     assert "at most 1,200 enqueues (the last 144 ms of them)" in on_18 and "150 ms" not in on_18
     # on 15 async_eager lost in 3 crashes: no setting tried removes it there
@@ -130,8 +130,8 @@ def test_the_findings_give_the_loss_per_server_and_the_setting_that_removes_it()
     from benchlib.studies.durability.report import findings
 
     durable, on18, fix18, on15 = (f.text() for f in findings({"crashes": LOSS}, []))
-    assert durable == ("With `synchronous_commit` on, skip_locked lost nothing in 40 server crashes; no product was "
-                       "crash-tested yet (at most 8.8 % of such crashes would lose, at 95 %).")
+    assert durable == ("With `synchronous_commit` on, skip_locked lost nothing in 40 server crashes (at most 8.8 % "
+                       "of such crashes would lose, at 95 %). No product was crash-tested yet.")
     # 1,200 enqueues and their own 144 ms (0.12 ms each): a pair from one mode, never the acks' ms
     assert on18 == ("With `synchronous_commit` off, PostgreSQL 18 lost a median of 800 enqueued jobs per crash and at "
                     "most 1,200, the last 140 ms of commits (the median's 98 % interval: 600 – 1,000, 10 crashes).")
@@ -202,9 +202,9 @@ def test_the_async_variants_are_priced_against_default_and_against_async_commit(
                  + _rounds("async_d10", {1: 950, 16: 2900}, SPEED[:1]), SAMPLES)
     text = " ".join(analysis.variant_findings(rows))
     assert "`async_eager`: 1.60× (1.60 – 1.60×) at 1 client, 1.20× (1.20 – 1.20×) at 16" in text
-    assert "What the WAL-writer settings cost, against `async_commit` of the same round: `async_eager` " \
-           "(`wal_writer_flush_after=0`) 0.80× (0.80 – 0.80×) at 1 client and 0.80× (0.80 – 0.80×) at 16, " \
-           "`async_d10` (`wal_writer_delay=10ms`; one round) 0.95× at 1 client and 0.97× at 16." in text
+    assert "What the WAL-writer settings cost against `async_commit` of the same round: `async_eager` " \
+           "0.80× (0.80 – 0.80×) at 1 client and 0.80× (0.80 – 0.80×) at 16; " \
+           "`async_d10` (one round) 0.95× at 1 client and 0.97× at 16." in text
     assert "`async_d10` ran in one round only: a ratio without an interval" in text
     table = analysis.ratio_table(analysis.round_ratios(rows, analysis.COMMIT)).markdown()
     assert "| async_eager | `synchronous_commit=off`, `max_connections=200`, `wal_writer_flush_after=0` | skip_locked " \
@@ -299,8 +299,8 @@ def test_the_limit_table_and_what_pgbench_says_about_async():
                  + _with_limit(_samples("async_commit", {1: 600, 16: 2200}), {1: 1800, 16: 5000}), SAMPLES)
     text = " ".join(analysis.limit_findings(rows))
     # harness / pgbench per cell: 0.84 and 0.81 (default), 0.34 and 0.45 (async): the client bounds async
-    assert "closest at default, 1 client (0.84), furthest at async_commit, 1 client (0.34)" in text
-    assert "pgbench puts `synchronous_commit=off` at 3.00× `default` (600 → 1,800 jobs/s); the harness measured 1.20×" \
+    assert "closest at default, 1 client (0.84), and stayed furthest at async_commit, 1 client (0.34)" in text
+    assert "pgbench puts `synchronous_commit=off` at 3.0× `default` (600 → 1,800 jobs/s). The harness measured 1.2×" \
         in text
     table = analysis.limit_table(rows).markdown()
     assert "| default | skip_locked | 2,000 | 0.84 (600) | 0.81 (2,500) |" in table

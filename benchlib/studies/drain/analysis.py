@@ -9,10 +9,24 @@ from typing import Any
 import polars as pl
 
 from benchlib import limits, pgbench, queues, scaling
+from benchlib.findings import MAX_WORDS, Ratio, sig, words
 from benchlib.results import measured
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
+
+
+def listed(lead: str, items: list[str], sep: str = ", ", then: str = "Then") -> str:
+    """`lead: a, b, c.` as sentences of at most MAX_WORDS words: a list of every system keeps every
+    item, and goes on in a sentence of its own (`then: d, e.`) where one would run past the budget."""
+    out, head, part = [], lead, []
+    for item in items:
+        if part and words(f"{head}: {sep.join([*part, item])}.") > MAX_WORDS:
+            out.append(f"{head}: {sep.join(part)}.")
+            head, part = then, []
+        part.append(item)
+    out.append(f"{head}: {sep.join(part)}." if part else f"{head}.")
+    return " ".join(out)
 
 
 def grid(df: pl.DataFrame) -> pl.DataFrame:
@@ -187,27 +201,27 @@ def depth_findings(depths: pl.DataFrame) -> list[str]:
         lo, hi, name = g["lo"], g["hi"], g["queue"] if g["backend"] == "postgres" else f"{g['queue']} ({g['backend']})"
         if g["measure"] == "dequeue_p50_ms":
             serverless.append(f"{name} {words[g['verdict']]}, {10 ** g['power']['dequeue_p50_ms']:.1f}× "
-                              f"({fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms)")
+                              f"({sig(lo['dequeue_p50_ms'])} → {sig(hi['dequeue_p50_ms'])} ms)")
         elif g["verdict"] == "rises":  # one sentence for them all, the common fact said once
-            rises.append(f"{name} {10 ** g['power']['server_cpu_us_per_job']:.1f}× ({fmt(lo['server_cpu_us_per_job'])} → "
-                         f"{fmt(hi['server_cpu_us_per_job'])} µs)")
+            rises.append(f"{name} {10 ** g['power']['server_cpu_us_per_job']:.1f}× ({sig(lo['server_cpu_us_per_job'])} → "
+                         f"{sig(hi['server_cpu_us_per_job'])} µs)")
         elif g["verdict"] == "grows":
-            deq = (f", dequeue p50 {fmt(lo['dequeue_p50_ms'], 2)} → {fmt(hi['dequeue_p50_ms'], 2)} ms"
-                   if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else "")
+            deq = (f" Its dequeue p50 went {sig(lo['dequeue_p50_ms'])} → {sig(hi['dequeue_p50_ms'])} ms"
+                   if lo["dequeue_p50_ms"] is not None and hi["dequeue_p50_ms"] is not None else " It drained")
             out.append(f"**{name}**: server CPU per job {words['grows']} ({10 ** g['power']['server_cpu_us_per_job']:.1f}× "
-                       f"for 10× the jobs): {fmt(lo['server_cpu_us_per_job'])} → {fmt(hi['server_cpu_us_per_job'])} "
-                       f"µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} jobs{deq}; "
-                       f"{fmt(lo['throughput_mean'])} → {fmt(hi['throughput_mean'])} jobs/s.")
+                       f"for 10× the jobs), {sig(lo['server_cpu_us_per_job'])} → {sig(hi['server_cpu_us_per_job'])} "
+                       f"µs from {fmt(lo['prefill'])} to {fmt(hi['prefill'])} jobs.{deq}, "
+                       f"{sig(lo['throughput_mean'])} → {sig(hi['throughput_mean'])} jobs/s.")
         elif g["verdict"] == "flat":
             flat.append(name)
     if rises:
-        out.append(f"Server CPU per job grows more slowly than the backlog, for 10× the jobs: {'; '.join(rises)}.")
+        out.append(listed("Server CPU per job grows more slowly than the backlog, for 10× the jobs", rises, sep="; "))
     if flat:
-        out.append(f"The server's CPU per job stays flat from the smallest backlog to the largest for "
-                   f"{', '.join(flat)}.")
+        out.append(listed("The server's CPU per job stays flat from the smallest backlog to the largest for", flat)
+                   .replace("for: ", "for "))
     if serverless:
-        out.append("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs: "
-                   f"{'; '.join(serverless)}.")
+        out.append(listed("Where no server runs (SQLite, inside the client), the dequeue p50 for 10× the jobs",
+                          serverless, sep="; "))
     return out
 
 
@@ -225,37 +239,36 @@ def findings(summary: pl.DataFrame, fsync_per_s: float | None) -> list[str]:
     out = []
     top = sorted(lv, key=lambda x: x["peak"] or 0, reverse=True)
     odd = backlogs_apart(summary)
-    out.append("Peaks, fastest first: " + "; ".join(
-        f"{x['system']} {fmt(x['peak'])} jobs/s ({x['peak_consumers']}×{x['peak_batch']}"
-        + (f", from {fmt(odd[x['system']])} jobs" if x["system"] in odd else "") + ")" for x in top) + ".")
+    out.append(listed("Peak jobs/s, fastest first", [
+        f"{x['system']} {sig(x['peak'])} ({x['peak_consumers']}×{x['peak_batch']}"
+        + (f", from {fmt(odd[x['system']])} jobs" if x["system"] in odd else "") + ")" for x in top], sep="; "))
     with_c = [x for x in lv if x["consumer_ratio"] is not None]
     if with_c:
+        c_lo, c_hi = min(x["c_lo"] for x in with_c), max(x["c_hi"] for x in with_c)
         parts = []
         for verdict, says in (("helps", "helped"), ("neutral", "made no difference to"), ("hurts", "slowed")):
-            named = [f"{x['system']} ({ratio(x['consumer_ratio'])})" for x in with_c
+            named = [f"{x['system']} {sig(Ratio(x['consumer_ratio']))}" for x in with_c
                      if lever(x["consumer_ratio"]) == verdict]
             if named:
-                parts.append(f"{says} {', '.join(named)}")
-        c_lo, c_hi = min(x["c_lo"] for x in with_c), max(x["c_hi"] for x in with_c)
-        out.append(f"More consumers ({c_lo} → {c_hi} at the smallest batch) " + "; ".join(parts) + ".")
+                parts.append(listed(f"{c_hi} consumers instead of {c_lo} (at the smallest batch) {says}", named))
+        out.append(" ".join(parts))
     with_b = [x for x in lv if x["batch_ratio"] is not None]
     if with_b:
-        out.append("A bigger batch (the smallest → the largest, one consumer): " + ", ".join(
-            f"{x['system']} {ratio(x['batch_ratio'])}" for x in sorted(with_b, key=lambda x: -x["batch_ratio"])) + ".")
+        out.append(listed("A bigger batch (the smallest → the largest, one consumer)", [
+            f"{x['system']} {sig(Ratio(x['batch_ratio']))}" for x in sorted(with_b, key=lambda x: -x["batch_ratio"])]))
     batchless = [x["system"] for x in lv if x["b_lo"] == x["b_hi"]]
     if batchless:
-        out.append(f"{', '.join(batchless)} ran at one batch size only (no fetch-size setting, or a profile that "
-                   "gives one): their consumers are the only lever.")
+        out.append(f"{', '.join(batchless)} ran at one batch size only: their consumers are the only lever.")
     at_one = [x for x in lv if x["base"] and x["b_lo"] == 1 and x["c_lo"] == 1]
     if fsync_per_s and at_one:
         share = {x["system"]: 2 * x["base"] / fsync_per_s for x in at_one}  # one dequeue and one ack commit per job
         close = [n for n, v in share.items() if v >= 0.5]
         lo, hi = min(share.values()), max(share.values())
         span = f"{100 * lo:.0f} %" if round(100 * lo) == round(100 * hi) else f"{100 * lo:.0f} – {100 * hi:.0f} %"
-        out.append(f"At batch 1 a job is two commits (dequeue, ack); with one consumer the systems used {span} of "
-                   f"the disk's {fmt(fsync_per_s)} fdatasync/s"
-                   + (f": {', '.join(close)} at half of it or more, the rest bound by round trips and CPU, not fsync"
-                      if close else ", so round trips and CPU bound them, not fsync") + ".")
+        out.append(f"At batch 1 a job is two commits (dequeue, ack). With one consumer the systems used {span} of "
+                   f"the disk's {sig(fsync_per_s)} fdatasync/s. "
+                   + (listed("At half of it or more", close) + " Round trips and CPU bound the rest, not fsync."
+                      if close else "Round trips and CPU bound them, not fsync."))
     return out
 
 
@@ -387,28 +400,28 @@ def scaling_findings(fits: list[dict[str, Any]], cores: int | None) -> list[str]
     if untestable:
         levels = sorted({x["fit"].levels for x in untestable})
         out.append(f"{len(untestable)} of {plural(len(fits), 'curve')} have only "
-                   f"{' or '.join(map(str, levels))} consumer counts for the law's three parameters: a curve of "
-                   "this shape comes close to most sets of three means, so the coefficients describe these points "
+                   f"{' or '.join(map(str, levels))} consumer counts for the law's three parameters. A curve of "
+                   "this shape comes close to most sets of three means. So the coefficients describe these points "
                    "and the intervals their noise, but nothing here tests the law. A sweep to 8 and 16 consumers "
                    "(the `full` profile) would.")
     poor = [x for x in fits if x["fit"].quality.startswith("poor")]
     if poor:
-        out.append(f"Poor fits (the samples stray more than {100 * scaling.POOR_RESIDUAL:.0f}% from the curve: "
-                   "noisy samples, or a shape the law cannot take, such as throughput that rises faster at "
-                   "higher counts): " + ", ".join(f"{x['system']} batch {x['batch_size']}" for x in poor) + ".")
+        out.append(listed(f"Poor fits, whose samples stray more than {100 * scaling.POOR_RESIDUAL:.0f}% from the curve",
+                          [f"{x['system']} batch {x['batch_size']}" for x in poor])
+                   + " Their samples are noisy, or take a shape the law cannot, such as throughput that rises "
+                     "faster at higher counts.")
     serial = [x for x in fits if (ci := x["fit"].ci["sigma"]) is not None and ci[0] >= 0.5]
     if serial:
-        out.append("Mostly serialised (σ's interval at or above 0.5: two consumers give at most 1.33× one): "
-                   + ", ".join(f"{x['system']} batch {x['batch_size']} (σ {x['fit'].sigma:.2f})" for x in serial)
-                   + ".")
+        out.append(listed("Mostly serialised (σ's interval at or above 0.5: two consumers give at most 1.33× one)",
+                          [f"{x['system']} batch {x['batch_size']} (σ {x['fit'].sigma:.2f})" for x in serial]))
     peaked = [x for x in fits if x["fit"].retrograde and (p := x["fit"].peak_n) is not None
               and p <= x["max_consumers"]]
     if peaked:
-        text = ("Past their peak within the measured range (κ's interval excludes zero, so more consumers "
-                "cost throughput beyond it): " + ", ".join(f"{x['system']} batch {x['batch_size']} "
-                                                           f"(at {x['fit'].peak_n:.1f})" for x in peaked) + ".")
+        text = listed("Past their peak within the measured range, where more consumers cost throughput (κ's "
+                      "interval excludes zero)", [f"{x['system']} batch {x['batch_size']} (at {x['fit'].peak_n:.1f})"
+                                                  for x in peaked])
         if cores and any(abs(x["fit"].peak_n - cores) <= 1 for x in peaked):
-            text += (f" The clients and the server share this machine's {plural(cores, 'core')}, so a peak near "
+            text += (f" The clients and the server share this machine's {plural(cores, 'core')}. So a peak near "
                      "that count is the machine running out of cores as much as the queue's own contention.")
         out.append(text)
     return out
@@ -461,15 +474,15 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
         p = own.filter(pl.col("queue") == queue)
         best, worst = limits.extremes(p)
         text = (f"**{queue}**: the harness reached {limits.spread(p)} of pgbench's rate for the same statements on "
-                f"the same server; closest at {best['consumers']} × {best['batch_size']} ({best['ratio']:.2f}: "
-                f"{fmt(best['harness'])} against {fmt(best['pgbench'])} jobs/s), furthest at "
-                f"{worst['consumers']} × {worst['batch_size']} ({worst['ratio']:.2f}: {fmt(worst['harness'])} "
-                f"against {fmt(worst['pgbench'])}).")
+                f"the same server. It came closest at {best['consumers']} × {best['batch_size']} ({best['ratio']:.2f}: "
+                f"{sig(best['harness'])} against {sig(best['pgbench'])} jobs/s), and stayed furthest at "
+                f"{worst['consumers']} × {worst['batch_size']} ({worst['ratio']:.2f}: {sig(worst['harness'])} "
+                f"against {sig(worst['pgbench'])}).")
         if n := limits.left_behind(p, "prefill"):
-            text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog (a dequeue "
-                     "came back short); its rate counts only the jobs it finished.")
+            text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog, as a dequeue "
+                     "came back short. Its rate counts only the jobs it finished.")
         out.append(text)
-    if account := limits.cpu_account(own):
+    if account := cpu_account(own):
         out.append(account)
     ranges, other = [], []
     for queue in beside["queue"].unique(maintain_order=True):
@@ -479,13 +492,43 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
         else:
             other.append(f"{queue} ({fmt(int(p['prefill'].max()))} jobs against {fmt(int(p['reference_prefill'].max()))})")
     if ranges:  # one sentence for them all: the common fact once, the systems by name
-        text = (f"Systems whose SQL is their library's own ran at these shares of what pgbench drew from the same "
-                f"server with {reference}'s statements at the same consumers × batch (the distance between each "
-                f"system and the simplest queue the server can run, not between our client and the system): "
-                f"{', '.join(ranges)}.")
-        out.append(text)
+        out.append(listed(f"Systems with SQL of their own, against pgbench running {reference}'s statements at the "
+                          "same consumers × batch", ranges)
+                   + " That share is each system's distance to the simplest queue this server runs, not our "
+                     "client's.")
     if other:
         out.append(f"No share for {', '.join(other)}: they drained another backlog than {reference} did.")
     return out
 
 
+
+
+def cpu_account(p: pl.DataFrame) -> str | None:
+    """Where the time of the cells below the harness's target goes, from the CPU per job the OS
+    counted: limits.cpu_account's model, said in sentences within the budget. Client and server
+    share the cores; were both CPU-bound, each run's rate would be cores / (client + server CPU per
+    job), so pgbench's CPU per job over ours predicts the ratio from CPU alone, and the rest of the
+    gap is time no CPU count shows (round trips, scheduling, a one-process client's one core)."""
+    if p.is_empty() or any(name not in p.columns for name in limits.CPU_COLUMNS):
+        return None
+    short = p.filter(pl.col("ratio") < limits.TARGET_MEDIAN)
+    below = short.drop_nulls(list(limits.CPU_COLUMNS))
+    if below.is_empty():
+        return None
+    client, theirs = below["client_cpu_us_per_job"], below["pgbench_cpu_us_per_job"]
+    server = below["server_cpu_us_per_job"] / below["pgbench_server_cpu_us_per_job"]
+    predicted = (theirs + below["pgbench_server_cpu_us_per_job"]) / (client + below["server_cpu_us_per_job"])
+    share = ((1 - predicted) / (1 - below["ratio"])).clip(0, 1)
+    counted = "" if below.height == short.height else f"; the CPU was counted in {below.height} of them"
+    floor = p.filter(pl.col("ratio") < limits.TARGET_FLOOR).height
+    return (f"Our target for the harness: the median cell at ≥ {limits.TARGET_MEDIAN:.2f} of pgbench's rate, none "
+            f"below {limits.TARGET_FLOOR:.2f}. Here {short.height} of {p.height} cells were below "
+            f"{limits.TARGET_MEDIAN:.2f} and {floor} below {limits.TARGET_FLOOR:.2f}{counted}. "
+            f"In them our client spent {sig((float(client.min()), float(client.max())))} µs of CPU per job, pgbench "
+            f"{sig((float(theirs.min()), float(theirs.max())))}. The server spent "
+            f"{sig((float(server.min()), float(server.max())))}× the CPU per job it spent under pgbench. "
+            f"Client and server share the cores, so their CPU per job alone predicts a ratio of "
+            f"{predicted.min():.2f} – {predicted.max():.2f} (median {predicted.median():.2f}). "
+            f"Measured: {below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median {below['ratio'].median():.2f}). "
+            f"So CPU per job accounts for a median {100 * share.median():.0f} % of the gap. The rest is time no CPU "
+            "count here shows: round trips, scheduling, and our client's one process, which can use one core at most.")

@@ -19,7 +19,9 @@ import polars as pl
 from scipy import stats
 
 from benchlib import limits, scaling
+from benchlib.findings import Ratio, sig
 from benchlib.results import measured
+from benchlib.studies.drain.analysis import cpu_account, listed
 from benchlib.studies.drain.analysis import totals as drain_totals
 from benchlib.studies.durability.measure import CONFIGS, CRASH_MODES
 from benchlib.tables import Table, fmt, plural, ratio
@@ -209,23 +211,23 @@ def findings(summary: pl.DataFrame, fsync_per_s: float | None, cores: int | None
     d_lo, d_hi = _mean(summary, BASE, queue, jobs, lo), _mean(summary, BASE, queue, jobs, hi)
     a_lo = _mean(summary, ASYNC_BASE, queue, jobs, lo)
     if d_lo and d_hi and hi > lo:
-        text = (f"`default` goes from {fmt(d_lo)} jobs/s at {plural(lo, 'client')} to {fmt(d_hi)} at {hi} "
-                f"({ratio(d_hi / d_lo)}; the reference scaled near-linearly to 16 under fsync)")
+        text = (f"`default` goes from {sig(d_lo)} jobs/s at {plural(lo, 'client')} to {sig(d_hi)} at {hi} "
+                f"({sig(Ratio(d_hi / d_lo))}; the reference scaled near-linearly to 16 under fsync).")
         d_cores = _mean(summary, BASE, queue, jobs, cores) if cores else None
         if d_cores and cores < hi:
-            text += (f"; past {cores} clients, this machine's core count, it gains {ratio(d_hi / d_cores)} more: "
-                     "the clients and the server share those cores")
-        out.append(text + ".")
+            text += (f" Past {cores} clients, this machine's core count, it gains {sig(Ratio(d_hi / d_cores))} more: "
+                     "the clients and the server share those cores.")
+        out.append(text)
     if d_lo and a_lo and a_lo > d_lo:
         t_d, t_a = 1000 / d_lo, 1000 / a_lo  # ms per job, two commits each (the claim and the ack)
         share = (t_d - t_a) / t_d
-        text = (f"Bound: at {plural(lo, 'client')} a job takes {t_d:.2f} ms under `default` and {t_a:.2f} ms with "
-                f"async commit (the means of every sample), so {100 * share:.0f} % of `default`'s time is the wait "
-                f"for the WAL flush, {(t_d - t_a) / 2:.2f} ms per commit")
+        text = (f"Bound: at {plural(lo, 'client')} a job takes {sig(t_d)} ms under `default` and {sig(t_a)} ms with "
+                f"async commit (the means of every sample). So {100 * share:.0f} % of `default`'s time is the wait "
+                f"for the WAL flush, {sig((t_d - t_a) / 2)} ms per commit.")
         if fsync_per_s:
-            text += f" (pg_test_fsync: one 8 kB write + fdatasync takes {1000 / fsync_per_s:.2f} ms on this disk)"
-        text += (": the loop is fsync-bound." if share >= 0.5 else
-                 ": round trips and CPU, more than the flush, bound the loop.")
+            text += f" On this disk one 8 kB write + fdatasync takes {sig(1000 / fsync_per_s)} ms (pg_test_fsync)."
+        text += (" The loop is fsync-bound." if share >= 0.5 else
+                 " Round trips and CPU, more than the flush, bound the loop.")
         out.append(text)
     return out
 
@@ -358,14 +360,15 @@ def decomposition_findings(df: pl.DataFrame) -> list[str]:
     for config in [c for c in TUNED if c in set(d["config"])]:
         rows = d.filter(pl.col("config") == config).sort("concurrency").to_dicts()
         sides[config] = {(_side(r), r["concurrency"]) for r in rows}
-        numbers = ", ".join(f"{_interval(r)} at {plural(r['concurrency'], 'client')}" for r in rows)
-        label = (f"`tuned` (all three: {settings_text('tuned')})" if config == "tuned"
+        numbers = ", ".join(f"{_interval(r)} at {plural(r['concurrency'], 'client') if i == 0 else r['concurrency']}"
+                            for i, r in enumerate(rows))
+        label = ("`tuned` (all three)" if config == "tuned"
                  else f"{settings_text(config)} alone (`{config}`)")
         rounds = sorted({r["rounds"] for r in rows})
         groups.setdefault(_sides_text(rows), []).append(
             f"{label}: {numbers} ({'/'.join(map(str, rounds))} rounds)")
     for verdict, members in groups.items():
-        out.append(f"{_capital(verdict)}: {'; '.join(members)}.")
+        out.append(listed(_capital(verdict), members, sep="; ", then="Also"))
     if "tuned" in sides:
         for c in clients:
             side = next((s for s, n in sides["tuned"] if n == c), None)
@@ -426,19 +429,20 @@ def variant_findings(df: pl.DataFrame) -> list[str]:
                  + ", ".join(f"{_interval(r)} at {plural(r['concurrency'], 'client') if i == 0 else r['concurrency']}"
                              for i, r in enumerate(rs))
                  for (major, config), rs in grouped.items()]
-        text = (f"Intervals that exclude 1.0 against `default`: {'; '.join(parts)}. Every other interval of these "
-                "configurations includes 1.0: there the rounds cannot tell the setting from this machine's drift")
+        text = (listed("Intervals that exclude 1.0 against `default`", parts, sep="; ", then="Also")
+                + " Every other interval of these configurations includes 1.0: there the rounds cannot tell the "
+                  "setting from this machine's drift.")
     else:
         text = ("No interval of these configurations against `default` excludes 1.0: at every client count the "
-                "rounds cannot tell a commit setting's effect from this machine's drift")
+                "rounds cannot tell a commit setting's effect from this machine's drift.")
     if single:
         by_major: dict[int, list[str]] = {}
         for m, c in single:
             by_major.setdefault(m, []).append(f"`{c}`")
-        text += (" (" + "; ".join((f"on PostgreSQL {m} " if several else "") + and_list(cs)
-                                  for m, cs in by_major.items())
-                 + " ran in one round only: a ratio without an interval)")
-    out.append(text + ".")
+        text += (" " + _capital("; ".join((f"on PostgreSQL {m} " if several else "") + and_list(cs)
+                                          for m, cs in by_major.items()))
+                 + " ran in one round only: a ratio without an interval.")
+    out.append(text)
     ra = round_ratios(df, [c for c in ASYNC if c != ASYNC_BASE], base=ASYNC_BASE)
     ra = ra.filter((pl.col("queue") == queue) & (pl.col("jobs") == jobs))
     if ra.height:
@@ -450,15 +454,16 @@ def variant_findings(df: pl.DataFrame) -> list[str]:
                 lo_row, hi_row = at(part, c_lo), at(part, c_hi)
                 one = lo_row["lo"] is None and hi_row["lo"] is None
                 shown = [ratio(r["mean"]) if one else _interval(r) for r in (lo_row, hi_row)]
-                text = (f"`{config}` ({settings_text(config, ASYNC_BASE)}{'; one round' if one else ''}) "
+                text = (f"`{config}`{' (one round)' if one else ''} "
                         f"{shown[0]} at {plural(c_lo, 'client')}")
                 if c_hi != c_lo:
                     text += f" and {shown[1]} at {c_hi}"
                 parts.append(text)
             if parts:
-                per_major.append((f"on PostgreSQL {major}: " if several else "") + ", ".join(parts))
-        out.append("What the WAL-writer settings cost, against `async_commit` of the same round: "
-                   + "; ".join(per_major) + ".")
+                per_major.append(listed("What the WAL-writer settings cost against `async_commit` of the same round"
+                                        + (f", on PostgreSQL {major}" if several else ""), parts, sep="; ",
+                                        then="Also"))
+        out.append(" ".join(per_major))
     g = rr.filter((pl.col("config") == "group_commit") & (pl.col("server_major") == primary))
     if g.height and a.height:
         hi = int(g["concurrency"].max())
@@ -574,10 +579,10 @@ def interval_note(crashes: pl.DataFrame, primary: int | None = None) -> str:
         lo, _, cov = median_interval(list(range(n)))
         which = (f"the {_ordinal(lo + 1)} smallest and {_ordinal(lo + 1)} largest of {n}" if lo else
                  f"the smallest and largest of {n}")
-        parts.append(f"for {plural(n, 'crash', 'crashes')}, {which}, which contain the median with probability "
-                     f"{100 * cov:.1f} %" + ("" if cov >= LEVEL else f" (no pair reaches {PERCENT})"))
-    return ("Medians are given with their order-statistic (distribution-free) confidence interval: "
-            + "; ".join(parts) + ". The share of crashes with a loss has a Clopper-Pearson 95 % interval.")
+        parts.append(f"For {plural(n, 'crash', 'crashes')} it is {which}, which contain the median with probability "
+                     f"{100 * cov:.1f} %" + ("." if cov >= LEVEL else f" (no pair reaches {PERCENT})."))
+    return ("Medians are given with their order-statistic (distribution-free) confidence interval. "
+            + " ".join(parts) + " The share of crashes with a loss has a Clopper-Pearson 95 % interval.")
 
 
 def _ordinal(n: int) -> str:
@@ -630,8 +635,8 @@ def _each(zero: list[dict]) -> str:
     counts = sorted({r["crashes"] for r in zero})
     worst = max(r["share_hi"] for r in zero)
     whose = "its" if len(zero) == 1 else "their"
-    return (f"any of {whose} {'/'.join(map(str, counts))} crashes{' each' if len(zero) > 1 else ''} (so, at "
-            f"{PERCENT} confidence, at most {100 * worst:.0f} % of such crashes would lose anything)")
+    return (f"any of {whose} {'/'.join(map(str, counts))} crashes{' each' if len(zero) > 1 else ''}. So, at "
+            f"{PERCENT} confidence, at most {100 * worst:.0f} % of such crashes would lose anything")
 
 
 def _worst(r: dict) -> str:
@@ -678,8 +683,8 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
                                for m in modes)
             ms = " or ".join(f"{_ms(m['ms_median'])} ms ({_ms(m['ms_lo'])} – {_ms(m['ms_hi'])})" for m in modes)
             text += (f"`synchronous_commit=off` alone (`async_commit`) lost acknowledged jobs in {base['with_loss']} "
-                     f"of {base['crashes']} crashes: per crash a median of {jobs}, that is {ms} of acknowledged "
-                     f"work; at most {_worst(base)}")
+                     f"of {base['crashes']} crashes. Per crash it lost a median of {jobs}: {ms} of acknowledged "
+                     f"work. One crash lost at most {_worst(base)}")
         elif base:
             text += f"`async_commit` lost nothing in its {base['crashes']} crashes"
         variants = [r for r in unsafe if r["config"] != ASYNC_BASE]
@@ -691,7 +696,7 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
             else:
                 text += ". No setting tried removes it"
             if lossy:
-                text += ("; " if zero else ": ") + "; ".join(
+                text += (". " if zero else ": ") + ". ".join(
                     f"`{r['config']}` ({settings_text(r['config'], ASYNC_BASE)}) lost in {r['with_loss']} of "
                     f"{r['crashes']}, at most {_worst(r)}" for r in lossy)
         elif not base:
@@ -708,7 +713,7 @@ def loss_findings(crashes: pl.DataFrame, primary: int | None = None) -> list[str
                        f"three times `wal_writer_delay` ({limits_ms}).")
         else:
             out.append(f"The documentation bounds how late an async commit is flushed at three times `wal_writer_delay` "
-                       f"({limits_ms}); the acknowledged work lost was longer than that for "
+                       f"({limits_ms}). The acknowledged work lost was longer than that for "
                        + and_list([f"`{r['config']}` on PostgreSQL {r['server_major']} ({_ms(r['ms_max'])} ms)"
                                    for r in over])
                        + (", and within it for every other configuration" if len(over) < len(bounded) else "") + ".")
@@ -842,13 +847,13 @@ def servers_findings(df: pl.DataFrame, primary: int, machine: dict[int, dict] | 
                 f"(median {ratio(part['r'].median())}); {within} of {part.height} within 10 %.")
         here, there = machine.get(primary, {}), machine.get(other, {})
         if here.get("fsync") and there.get("fsync"):
-            text += (f" The servers ran one after the other, not side by side: the disk's fdatasync rate measured "
-                     f"by their runs was {fmt(here['fsync'])}/s (PostgreSQL {primary}) and {fmt(there['fsync'])}/s "
-                     f"({other}), and other processes and the hypervisor took {100 * (here.get('busy') or 0):.0f} % "
+            text += (f" The servers ran one after the other, not side by side. The disk's fdatasync rate measured "
+                     f"by their runs was {sig(here['fsync'])}/s (PostgreSQL {primary}) and {sig(there['fsync'])}/s "
+                     f"({other}). Other processes and the hypervisor took {100 * (here.get('busy') or 0):.0f} % "
                      f"and {100 * (there.get('busy') or 0):.0f} % of the CPU")
             text += (": the same machine, so the gap is the servers'." if _same_machine(here, there) else
-                     ": the machine was not the same for both, so part of this gap may be the machine's, not the "
-                     "server's; rerun both before drawing a conclusion.")
+                     ": the machine was not the same for both. So part of this gap may be the machine's, not the "
+                     "server's: rerun both before drawing a conclusion.")
         out.append(text)
     return out
 
@@ -874,10 +879,11 @@ def limit_findings(df: pl.DataFrame) -> list[str]:
     if p.is_empty():
         return []
     best, worst = limits.extremes(p)
-    out = [(f"The harness reached {limits.spread(p)} of pgbench's rate for the same statements on the same server; "
-            f"closest at {best['config']}, {plural(best['concurrency'], 'client')} ({best['ratio']:.2f}), furthest at "
-            f"{worst['config']}, {plural(worst['concurrency'], 'client')} ({worst['ratio']:.2f}).")]
-    if account := limits.cpu_account(p):
+    out = [(f"The harness reached {limits.spread(p)} of pgbench's rate for the same statements on the same server. "
+            f"It came closest at {best['config']}, {plural(best['concurrency'], 'client')} ({best['ratio']:.2f}), "
+            f"and stayed furthest at {worst['config']}, {plural(worst['concurrency'], 'client')} "
+            f"({worst['ratio']:.2f}).")]
+    if account := cpu_account(p):
         out.append(account)
     jobs = int(p["jobs"].min())
     for c in sorted({int(p["concurrency"].min()), int(p["concurrency"].max())}):
@@ -885,7 +891,7 @@ def limit_findings(df: pl.DataFrame) -> list[str]:
         a = p.filter((pl.col("config") == "async_commit") & (pl.col("jobs") == jobs) & (pl.col("concurrency") == c))
         if d.height and a.height:
             out.append(f"Without our client in the way, at {plural(c, 'client')} and {fmt(jobs)} jobs, pgbench puts "
-                       f"`synchronous_commit=off` at {ratio(a['pgbench'][0] / d['pgbench'][0])} `default` "
-                       f"({fmt(d['pgbench'][0])} → {fmt(a['pgbench'][0])} jobs/s); the harness measured "
-                       f"{ratio(a['harness'][0] / d['harness'][0])}.")
+                       f"`synchronous_commit=off` at {sig(Ratio(a['pgbench'][0] / d['pgbench'][0]))} `default` "
+                       f"({sig(d['pgbench'][0])} → {sig(a['pgbench'][0])} jobs/s). The harness measured "
+                       f"{sig(Ratio(a['harness'][0] / d['harness'][0]))}.")
     return out

@@ -5,6 +5,8 @@ from typing import Any
 
 import polars as pl
 
+from benchlib.findings import Ratio, sig
+from benchlib.studies.drain.analysis import listed
 from benchlib.tables import Table, Tables, fmt
 
 
@@ -98,8 +100,8 @@ def findings(df: pl.DataFrame) -> list[str]:
         return []
     out = []
     top = good.sort("jobs_s", descending=True).row(0, named=True)
-    out.append(f"The fastest enqueue measured: {top['label']}, {fmt(top['jobs_s'])} jobs/s in calls of "
-               f"{top['batch']:,} jobs of {top['payload_bytes']:,} bytes ({fmt(top['mib_s'])} MiB/s).")
+    out.append(f"The fastest enqueue measured: {top['label']}, {sig(top['jobs_s'])} jobs/s in calls of "
+               f"{top['batch']:,} jobs of {top['payload_bytes']:,} bytes ({sig(top['mib_s'])} MiB/s).")
     size = good["payload_bytes"].min()
     small = good.filter(pl.col("payload_bytes") == size)
     gains, scaling, single_only = [], [], []
@@ -116,13 +118,13 @@ def findings(df: pl.DataFrame) -> list[str]:
             scaling.append((many / one, label))
     if gains:
         gains.sort(reverse=True)
-        out.append(f"Many jobs per call instead of one ({size:,}-byte payloads, one client): "
-                   + ", ".join(f"{label} {g:,.0f}×" for g, label in gains) + ".")
+        out.append(listed(f"Many jobs per call instead of one ({size:,}-byte payloads, one client)",
+                          [f"{label} {sig(Ratio(g))}" for g, label in gains]))
     if scaling:
         scaling.sort(reverse=True)
         most = good.filter(pl.col("batch") == 1)["clients"].max()
-        out.append(f"More clients sending one job per call (best of up to {most}, against one): "
-                   + ", ".join(f"{label} {g:,.1f}×" for g, label in scaling) + ".")
+        out.append(listed(f"More clients sending one job per call (best of up to {most}, against one)",
+                          [f"{label} {sig(Ratio(g))}" for g, label in scaling]))
     if single_only:
-        out.append(f"No bulk enqueue call (features table), so single inserts only: {', '.join(single_only)}.")
+        out.append(listed("No bulk enqueue call (features table), so single inserts only", single_only))
     return out

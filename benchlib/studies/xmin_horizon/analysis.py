@@ -139,10 +139,10 @@ def findings(phases: pl.DataFrame) -> list[str]:
         if verdict is None:
             continue
         by_design.setdefault(design, []).append(
-            f"{holder}: {verdict.replace('stalled', '**stalled**')} (rotations {b['rotations']} → {h['rotations']}, "
+            f"Under {holder}: {verdict.replace('stalled', '**stalled**')}, rotations {b['rotations']} → {h['rotations']}, "
             f"longest stretch without one {fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)} s, "
-            f"biggest child {fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows)")
-    return [f"**{design}**, whether it kept rotating (baseline → held): {'; '.join(parts)}."
+            f"biggest child {fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows.")
+    return [f"**{design}**, whether it kept rotating (baseline → held). {' '.join(parts)}"
             for design, parts in by_design.items()]
 
 

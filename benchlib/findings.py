@@ -81,6 +81,19 @@ def names(items: Iterable[str], most: int = 4) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def listed(lead: str, items: list[str], sep: str = ", ", then: str = "Then") -> str:
+    """`lead: a, b, c.` as sentences of at most MAX_WORDS words: a list of every system keeps every
+    item, and goes on in a sentence of its own (`then: d, e.`) where one would run past the budget."""
+    out, head, part = [], lead, []
+    for item in items:
+        if part and words(f"{head}: {sep.join([*part, item])}.") > MAX_WORDS:
+            out.append(f"{head}: {sep.join(part)}.")
+            head, part = then, []
+        part.append(item)
+    out.append(f"{head}: {sep.join(part)}." if part else f"{head}.")
+    return " ".join(out)
+
+
 @dataclass(frozen=True)
 class Finding:
     """A claim a study's data supports.

@@ -51,8 +51,9 @@ def scorecards(columns: list[dict[str, dict[str, str]]], versions: dict[str, str
 
 
 def _short(version: str) -> str:
-    """A version without what it was built from (in the provenance page): `pgmq 1.1.4`."""
-    return version.split(" (")[0]
+    """A version as a reader looks it up, without the package name beside the system's own or
+    what it was built from (the provenance page has both): `pgmq 1.1.4 (pgmq.sql 1.13.0)` -> `1.1.4`."""
+    return version.split(" (")[0].split()[-1]
 
 
 def versions(manifests: list[dict]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from benchlib.findings import sig
 from benchlib.pgbench import COLUMNS
 from benchlib.results import measured
 from benchlib.tables import Table, fmt
@@ -82,7 +83,7 @@ def cpu_account(p: pl.DataFrame) -> str | None:
     from CPU alone. Set beside the measured ratio, it says how much of the gap CPU per job
     accounts for (and whether the server did the same work per job under both clients); the
     rest is time no CPU count shows (round trips, scheduling, a one-process client's one core).
-    A model, not a measurement of the rest: the sentence says so."""
+    A model, not a measurement of the rest: the sentences say so."""
     if p.is_empty() or any(name not in p.columns for name in CPU_COLUMNS):
         return None
     short = p.filter(pl.col("ratio") < TARGET_MEDIAN)
@@ -93,18 +94,19 @@ def cpu_account(p: pl.DataFrame) -> str | None:
     server = below["server_cpu_us_per_job"] / below["pgbench_server_cpu_us_per_job"]
     predicted = (theirs + below["pgbench_server_cpu_us_per_job"]) / (client + below["server_cpu_us_per_job"])
     share = ((1 - predicted) / (1 - below["ratio"])).clip(0, 1)
-    counted = "" if below.height == short.height else f", the CPU counted in {below.height} of them"
-    return (f"Where the time goes in the {short.height} of {p.height} cells below {TARGET_MEDIAN:.2f} (our target "
-            f"for the harness: the median cell at ≥ {TARGET_MEDIAN:.2f} of pgbench's rate, none below "
-            f"{TARGET_FLOOR:.2f}; {p.filter(pl.col('ratio') < TARGET_FLOOR).height} below{counted}): our client "
-            f"spent {client.min():,.0f} – {client.max():,.0f} µs of CPU per job where pgbench spent "
-            f"{theirs.min():,.0f} – {theirs.max():,.0f}, and the server {server.min():.2f} – {server.max():.2f}× "
-            f"the CPU per job it spent under pgbench. Client and server share the cores, so CPU per job (client "
-            f"and server) alone predicts a ratio of {predicted.min():.2f} – {predicted.max():.2f} (median "
-            f"{predicted.median():.2f}) where {below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median "
-            f"{below['ratio'].median():.2f}) was measured: over these cells it accounts for a median "
-            f"{100 * share.median():.0f} % of the gap; the rest is time no CPU count here shows (round trips, "
-            f"scheduling; and our client is one process, so it can use at most one core).")
+    counted = "" if below.height == short.height else f"; the CPU was counted in {below.height} of them"
+    floor = p.filter(pl.col("ratio") < TARGET_FLOOR).height
+    return (f"Our target for the harness: the median cell at ≥ {TARGET_MEDIAN:.2f} of pgbench's rate, none "
+            f"below {TARGET_FLOOR:.2f}. Here {short.height} of {p.height} cells were below "
+            f"{TARGET_MEDIAN:.2f} and {floor} below {TARGET_FLOOR:.2f}{counted}. "
+            f"In them our client spent {sig((float(client.min()), float(client.max())))} µs of CPU per job, pgbench "
+            f"{sig((float(theirs.min()), float(theirs.max())))}. The server spent "
+            f"{sig((float(server.min()), float(server.max())))}× the CPU per job it spent under pgbench. "
+            f"Client and server share the cores, so their CPU per job alone predicts a ratio of "
+            f"{predicted.min():.2f} – {predicted.max():.2f} (median {predicted.median():.2f}). "
+            f"Measured: {below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median {below['ratio'].median():.2f}). "
+            f"So CPU per job accounts for a median {100 * share.median():.0f} % of the gap. The rest is time no CPU "
+            "count here shows: round trips, scheduling, and our client's one process, which can use one core at most.")
 
 
 def ratio_text(r: dict) -> str:

@@ -9,7 +9,6 @@ import altair as alt
 import polars as pl
 
 from benchlib import features
-from benchlib.charts import BACKENDS
 from benchlib.findings import HIGH_RATE, RATE_AT_P99, Finding, names, sig
 from benchlib.results import run_minutes
 from benchlib.studies.capacity import analysis, charts, measure
@@ -135,13 +134,12 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "errors": results.filter(pl.col("error").is_not_null()).select("backend", "system", "error").rows(named=True),
         "window_s": params.get("window_s"), "warmup_s": params.get("warmup_s"),
         "confirm_factor": params.get("confirm_factor"), "rounds": params.get("rounds"),
-        "precision": params.get("precision"), "naptime_s": params.get("naptime_s"),
+        "precision": params.get("precision"),
         "slope_rule": analysis.slope_rule(steps),
         "looked_ended": analysis.looked_ended(steps),
         "analyzes": int(steps["analyzes"].fill_null(0).sum()) if "analyzes" in steps.columns else 0,
         "repeat": params.get("repeat", "confirmation"),
         "time": analysis.time_spent(steps, _minutes(manifests)),
-        **_producers_run(manifests),
     }
 
 
@@ -149,14 +147,6 @@ def _drain_timeout(manifests: list[dict]) -> float | None:
     """The runs' drain deadline after each step (s), where they share one."""
     found = {m.get("params", {}).get("drain_timeout_s") for m in manifests}
     return found.pop() if len(found) == 1 else None
-
-
-def _producers_run(manifests: list[dict]) -> dict[str, list[str]]:
-    """The backends whose producers ran apart (a process of their own) and with the consumers
-    (runs from before 2026-11-27 had no choice: with the consumers)."""
-    how = {m["stem"]: m.get("params", {}).get("producers_run", "with_consumers") for m in manifests}
-    return {kind: [BACKENDS.get(stem, stem) for stem, h in sorted(how.items()) if h == kind]
-            for kind in ("apart", "with_consumers")}
 
 
 def _minutes(manifests: list[dict]) -> dict[str, float]:

@@ -9,24 +9,11 @@ from typing import Any
 import polars as pl
 
 from benchlib import limits, pgbench, queues, scaling
-from benchlib.findings import MAX_WORDS, Ratio, sig, words
+from benchlib.findings import Ratio, listed, sig
 from benchlib.results import measured
 from benchlib.tables import Table, fmt, plural, ratio
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
-
-
-def listed(lead: str, items: list[str], sep: str = ", ", then: str = "Then") -> str:
-    """`lead: a, b, c.` as sentences of at most MAX_WORDS words: a list of every system keeps every
-    item, and goes on in a sentence of its own (`then: d, e.`) where one would run past the budget."""
-    out, head, part = [], lead, []
-    for item in items:
-        if part and words(f"{head}: {sep.join([*part, item])}.") > MAX_WORDS:
-            out.append(f"{head}: {sep.join(part)}.")
-            head, part = then, []
-        part.append(item)
-    out.append(f"{head}: {sep.join(part)}." if part else f"{head}.")
-    return " ".join(out)
 
 
 def grid(df: pl.DataFrame) -> pl.DataFrame:
@@ -482,7 +469,7 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
             text += (f" In {plural(n, 'cell')} a pgbench run finished fewer jobs than the backlog, as a dequeue "
                      "came back short. Its rate counts only the jobs it finished.")
         out.append(text)
-    if account := cpu_account(own):
+    if account := limits.cpu_account(own):
         out.append(account)
     ranges, other = [], []
     for queue in beside["queue"].unique(maintain_order=True):
@@ -503,32 +490,3 @@ def limit_findings(own: pl.DataFrame, beside: pl.DataFrame, reference: str = REF
 
 
 
-def cpu_account(p: pl.DataFrame) -> str | None:
-    """Where the time of the cells below the harness's target goes, from the CPU per job the OS
-    counted: limits.cpu_account's model, said in sentences within the budget. Client and server
-    share the cores; were both CPU-bound, each run's rate would be cores / (client + server CPU per
-    job), so pgbench's CPU per job over ours predicts the ratio from CPU alone, and the rest of the
-    gap is time no CPU count shows (round trips, scheduling, a one-process client's one core)."""
-    if p.is_empty() or any(name not in p.columns for name in limits.CPU_COLUMNS):
-        return None
-    short = p.filter(pl.col("ratio") < limits.TARGET_MEDIAN)
-    below = short.drop_nulls(list(limits.CPU_COLUMNS))
-    if below.is_empty():
-        return None
-    client, theirs = below["client_cpu_us_per_job"], below["pgbench_cpu_us_per_job"]
-    server = below["server_cpu_us_per_job"] / below["pgbench_server_cpu_us_per_job"]
-    predicted = (theirs + below["pgbench_server_cpu_us_per_job"]) / (client + below["server_cpu_us_per_job"])
-    share = ((1 - predicted) / (1 - below["ratio"])).clip(0, 1)
-    counted = "" if below.height == short.height else f"; the CPU was counted in {below.height} of them"
-    floor = p.filter(pl.col("ratio") < limits.TARGET_FLOOR).height
-    return (f"Our target for the harness: the median cell at ≥ {limits.TARGET_MEDIAN:.2f} of pgbench's rate, none "
-            f"below {limits.TARGET_FLOOR:.2f}. Here {short.height} of {p.height} cells were below "
-            f"{limits.TARGET_MEDIAN:.2f} and {floor} below {limits.TARGET_FLOOR:.2f}{counted}. "
-            f"In them our client spent {sig((float(client.min()), float(client.max())))} µs of CPU per job, pgbench "
-            f"{sig((float(theirs.min()), float(theirs.max())))}. The server spent "
-            f"{sig((float(server.min()), float(server.max())))}× the CPU per job it spent under pgbench. "
-            f"Client and server share the cores, so their CPU per job alone predicts a ratio of "
-            f"{predicted.min():.2f} – {predicted.max():.2f} (median {predicted.median():.2f}). "
-            f"Measured: {below['ratio'].min():.2f} – {below['ratio'].max():.2f} (median {below['ratio'].median():.2f}). "
-            f"So CPU per job accounts for a median {100 * share.median():.0f} % of the gap. The rest is time no CPU "
-            "count here shows: round trips, scheduling, and our client's one process, which can use one core at most.")

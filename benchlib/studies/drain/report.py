@@ -93,7 +93,7 @@ def row_name(backend: str, queue: str) -> str:
 PLACE = 5  # its section's place on the front page: what readers choose by first
 QUESTION = "How fast does each system empty a backlog that already exists?"
 KEY_CHART = "throughput_vs_batch"
-BEST = "drain, best cell, jobs/s"
+BEST = "drain, jobs/s"
 
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:

@@ -21,7 +21,8 @@ from scipy import stats
 from benchlib import limits, scaling
 from benchlib.findings import Ratio, sig
 from benchlib.results import measured
-from benchlib.studies.drain.analysis import cpu_account, listed
+from benchlib.findings import listed
+from benchlib.limits import cpu_account
 from benchlib.studies.drain.analysis import totals as drain_totals
 from benchlib.studies.durability.measure import CONFIGS, CRASH_MODES
 from benchlib.tables import Table, fmt, plural, ratio

@@ -6,7 +6,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.findings import Ratio, sig
-from benchlib.studies.drain.analysis import listed
+from benchlib.findings import listed
 from benchlib.tables import Table, Tables, fmt
 
 

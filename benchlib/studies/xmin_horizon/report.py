@@ -35,7 +35,7 @@ def main_params(manifests: list[dict]) -> dict:
 PLACE = 2  # its section's place on the front page: what readers choose by first
 QUESTION = "What happens to each queue while something holds VACUUM back on its server?"
 KEY_CHART = "table_size"
-GROWTH = "held snapshot: growth, KiB per 1,000 jobs"
+GROWTH = "held snapshot, KiB per 1,000 jobs"
 
 
 def _held(tables: dict[str, pl.DataFrame]) -> dict[str, dict[str, Any]]:

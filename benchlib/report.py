@@ -218,7 +218,6 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             sections.append({**section, "body": env.get_template(f"{name}/report.md.j2").render(s=ctx),
                              "findings": study.report.findings(tables, found),
                              "spread": study.report.spread(tables, found), "key": key,
-                             "caption": _caption(drawn[key]) if key else None,
                              "scorecard": study.report.scorecard(tables, found)})
         if not manifests:
             older = f" ({', '.join(stale_studies)}: an earlier layout's)" if stale_studies else ""
@@ -239,7 +238,9 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             **shared, sections=sections, cards={k: t.markdown() for k, t in cards.items()},
             products=len(cards["products"].rows), latest=latest,
             questions=_answers(findings))
-        page_texts = {f"{s['name']}.md": env.get_template("page.md.j2").render(**shared, s=s) for s in sections}
+        text = captioned(text, drawn)
+        page_texts = {f"{s['name']}.md": captioned(env.get_template("page.md.j2").render(**shared, s=s), drawn)
+                      for s in sections}
         page_texts["provenance.md"] = env.get_template("provenance.md.j2").render(
             **shared, manifests=manifests, hosts=hosts, busy=[m for m in manifests if _had_company(m)],
             company=COMPANY, runs=runs_table(manifests, hosts).markdown(), setting_sets=setting_sets(manifests))
@@ -280,10 +281,27 @@ def _readme_findings(latest: list[str]) -> None:
         write_text(new, README)
 
 
-def _caption(chart: alt.TopLevelMixin) -> str | None:
-    """A chart's one-line caption: the `description` its author gave it."""
-    text = chart.to_dict(validate=False).get("description")
-    return text or None
+def _said(value: Any) -> str:
+    """A chart's title or description as text (a TitleParams's text, lines joined)."""
+    if value is alt.Undefined or value is None:
+        return ""
+    text = getattr(value, "text", value)
+    return " ".join(text) if isinstance(text, list) else str(text)
+
+
+_FIGURE = re.compile(r"^!\[[^\]]*\]\(([^)\s]+)\)$", re.M)
+
+
+def captioned(markdown: str, drawn: dict[str, alt.TopLevelMixin]) -> str:
+    """Each figure of a page (written from the report's folder) with its chart's title as its alt
+    text and its `description` as a one-line caption under it, so every page captions alike."""
+    def caption(m: re.Match) -> str:
+        chart = drawn.get(m.group(1))
+        if chart is None:
+            return m.group(0)
+        title, text = _said(chart.title), _said(chart.description)
+        return f"![{title or Path(m.group(1)).stem}]({m.group(1)})" + (f"\n\n*{text}*" if text else "")
+    return _FIGURE.sub(caption, markdown)
 
 
 def _title(markdown: str) -> str:

@@ -122,6 +122,9 @@ PHASES = frame([
 def test_rotation_verdicts_say_when_the_phases_are_too_short():
     assert xmin.rotation_by_holder(PHASES) == {"stalled": ["idle_xid"], "rotating": ["rr_snapshot"],
                                                 "too short to tell": ["logical_slot"]}
+    rows = {r["holder"]: r for r in xmin.rotation_table(PHASES).rows}  # one row each, not a sentence each
+    assert rows["idle_xid"]["while held"] == "stalled" and rows["idle_xid"]["rotations"] == "4 → 1"
+    assert rows["idle_xid"]["longest stretch without one, s"] == "4.0 → 14.0"
 
 
 def test_a_child_twice_the_baseline_size_is_a_stall_the_phase_end_cut_short():
@@ -137,7 +140,7 @@ def test_xmin_findings_name_who_bloats_from_the_data():
 
     bloat, bystanders, slot = (f.text() for f in findings({"phases": PHASES}, []))
     assert bloat == ("While a snapshot or an idle transaction held the horizon, 1 of 2 systems bloated; rotation did "
-                     "not, emptying whole tables by TRUNCATE.")
+                     "not, emptying whole tables by TRUNCATE (each system and holder ran once).")
     assert bystanders.endswith("within 1.0× to 3.0× of before while the horizon was held.")
     assert slot.startswith("An idle logical replication slot did not hold VACUUM back")
 
@@ -396,7 +399,7 @@ def test_every_study_s_prose_keeps_to_the_sentence_budget():
                       "settings": "{}", "lowered_from": 31_647.2 if rnd == 0 else None} for rnd in range(3)], RESULTS)
     prose = {
         "drain": drain.findings(drain.summarize(drain_rows), fsync_per_s=10_000),
-        "xmin_horizon": xmin.findings(PHASES),
+        "xmin_horizon": xmin.seed_findings(SEED_PHASES, yaml.safe_load(xmin_report.PUBLISHED.read_text())["pgque"]),
         "durability": durability.loss_findings(LOSS, primary=18)
                       + durability.findings(durability.summarize(SAMPLE_ROWS), fsync_per_s=8000, cores=2),
         "enqueue": enqueue.findings(enqueue_rows),

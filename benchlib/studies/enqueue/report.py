@@ -34,9 +34,11 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     if not products:
         return []
     (top, row), (low, low_row) = products[0], products[-1]
+    seconds = (manifests[0].get("params") or {}).get("seconds") if manifests else None
     out = [Finding("enqueue", "{top} took jobs in fastest of the products, {rate} jobs/s in calls of {batch}; "
                    "{low} at most {low_rate}.", {"top": top, "rate": row["jobs_s"], "batch": row["batch"],
-                                                 "low": low, "low_rate": low_row["jobs_s"]},
+                                                 "low": low, "low_rate": low_row["jobs_s"], "s": seconds},
+                   interval="one {s} s window per cell" if seconds else None,
                    cells=(f"postgres/{top} batch {row['batch']}", f"postgres/{low} batch {low_row['batch']}"),
                    answers="bulk", short="{top}: {rate} jobs/s in calls of {batch}.")]
     bulk = analysis.bulk_gains(tables["samples"])

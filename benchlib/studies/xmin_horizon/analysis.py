@@ -129,21 +129,19 @@ def rotation_verdict(baseline: dict[str, Any], held: dict[str, Any]) -> str | No
     return "rotating" if (held.get("rotations") or 0) >= 1 else "too short to tell"
 
 
-def findings(phases: pl.DataFrame) -> list[str]:
-    """What the table above cannot say: whether a rotating design kept rotating under each
-    holder. The per-cell numbers are the table's; restating them as bullets said everything twice."""
-    by_design: dict[str, list[str]] = {}
+def rotation_table(phases: pl.DataFrame) -> Table:
+    """What the table above cannot say: whether a rotating design kept rotating under each holder,
+    one row per design and holder (baseline → held); none where no design rotates."""
+    rows = []
     for (design, holder), by in cells(phases).items():
         b, h = by["baseline"], by["held"]
         verdict = rotation_verdict(b, h)
-        if verdict is None:
-            continue
-        by_design.setdefault(design, []).append(
-            f"Under {holder}: {verdict.replace('stalled', '**stalled**')}, rotations {b['rotations']} → {h['rotations']}, "
-            f"longest stretch without one {fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)} s, "
-            f"biggest child {fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])} rows.")
-    return [f"**{design}**, whether it kept rotating (baseline → held). {' '.join(parts)}"
-            for design, parts in by_design.items()]
+        if verdict is not None:
+            rows.append({"design": design, "holder": holder, "while held": verdict,
+                         "rotations": f"{b['rotations']} → {h['rotations']}",
+                         "longest stretch without one, s": f"{fmt(b['rotation_stall_s'], 1)} → {fmt(h['rotation_stall_s'], 1)}",
+                         "biggest child, rows": f"{fmt(b['max_child_rows'])} → {fmt(h['max_child_rows'])}"})
+    return Table(rows)
 
 
 def rotation_by_holder(phases: pl.DataFrame) -> dict[str, list[str]]:

@@ -1,4 +1,4 @@
-"""The xmin-horizon study's part of the report: figures, tables, findings, headline rows."""
+"""The xmin-horizon study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -78,6 +78,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     out = [Finding("xmin_horizon", "While a snapshot or an idle transaction held the horizon, {n} of {of} systems bloated"
                    + ("; {clean} did not, emptying whole tables by TRUNCATE." if clean else "."),
                    {"n": len(bloated), "of": len(designs), "clean": names(clean)},
+                   interval="each system and holder ran once",
                    cells=tuple(f"postgres/{d} {h}" for (d, h) in every if h in analysis.XMIN_HOLDERS))]
     growth = {d: analysis.per_1000_jobs(by["held"]) for d, by in held.items()
               if features.is_product(d) and d in bloated}
@@ -145,7 +146,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     return {
         "figures": [figure(name, charts.CHARTS[name](samples)) for name in names],
         "table": analysis.table(phases, samples).markdown(),
-        "findings": analysis.findings(phases),
+        "rotation_table": analysis.rotation_table(phases).markdown(),
         "rotation": analysis.rotation_by_holder(phases),
         "slot_effect": analysis.slot_effect(phases),
         "params": main_params(manifests),
@@ -161,7 +162,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
                  **analysis.accounting(seed)} if seed is not None else None,
         **analysis.accounting(phases),
         "other_server": {"major": int(elsewhere["server_major"].drop_nulls()[0]),
-                         "table": analysis.table(elsewhere, tables["samples"]).markdown(), "findings": analysis.findings(elsewhere),
+                         "table": analysis.table(elsewhere, tables["samples"]).markdown(), "rotation_table": analysis.rotation_table(elsewhere).markdown(),
                          "rotation": analysis.rotation_by_holder(elsewhere),
                          **analysis.accounting(elsewhere)} if elsewhere.height else None,
     }

@@ -36,8 +36,8 @@ def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, t
     text = out.read_text()
     assert "short runs support no conclusions" in text.splitlines()[0]
     # the answers first (findings, pick by need, the scorecards), then a section per study; caveats last
-    assert (text.index("## What the latest run found") < text.index("## Pick by need")
-            < text.index("## The products on PostgreSQL") < text.index("## " + drain.report.TITLE)
+    assert (text.index("## What the latest run found") < text.index("## The products on PostgreSQL")
+            < text.index("## Pick by need") < text.index("## " + drain.report.TITLE)
             < text.index("## What this does not measure yet") < text.index("## Words used here"))
     assert text.index("## What the latest run found") < 10 * 80  # on the first screen
     assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden

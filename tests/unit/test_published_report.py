@@ -51,10 +51,10 @@ def test_the_answers_come_first_and_the_front_page_fits():
     lines = _report().splitlines()
     assert len(lines) <= MAX_LINES
     headings = [line for line in lines if line.startswith("## ")]
-    assert headings[:3] == [FRONT, "## Pick by need", "## The products on PostgreSQL"]
+    assert headings[:3] == [FRONT, "## The products on PostgreSQL", "## Pick by need"]
     assert lines.index(FRONT) < 10
     start = lines.index(FRONT)
-    latest = [line for line in lines[start + 1:lines.index("## Pick by need")] if line.startswith("- ")]
+    latest = [line for line in lines[start + 1:lines.index("## The products on PostgreSQL")] if line.startswith("- ")]
     assert 1 <= len(latest) <= MAX_LATEST
 
 
@@ -116,7 +116,7 @@ def test_the_readme_shows_the_reports_latest_findings():
 
     lines = _report().splitlines()
     start = lines.index(FRONT)
-    latest = [line for line in lines[start + 1:lines.index("## Pick by need")] if line.startswith("- ")]
+    latest = [line for line in lines[start + 1:lines.index("## The products on PostgreSQL")] if line.startswith("- ")]
     readme = (REPO_ROOT / "README.md").read_text()
     block = readme.split(README_BLOCK[0])[1].split(README_BLOCK[1])[0]
     assert block.splitlines() == latest

@@ -50,7 +50,7 @@ def test_papermill_run_shows_offline_charts_and_whole_tables(tmp_path):
     text = json.dumps(outputs)
     assert "cdn.jsdelivr" not in text and "vega@" not in text and "<script" not in text
     charts = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
-    assert len(charts) == 5  # every chart, as an inline image
+    assert len(charts) == 4  # every chart, as an inline image
     assert "no backlog-depth axis" in "".join(charts[3]["data"]["image/svg+xml"])  # a run without depths says so
     assert all("application/vnd.vegalite" not in json.dumps(o) for o in outputs)
     cells, limit, fit = ["".join(o["data"]["text/html"]) for o in outputs

@@ -143,14 +143,14 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
     out = report.build("smoke", data_dir=data, figures_dir=tmp_path / "f", out=tmp_path / "r.md")
     text, section = out.read_text(), page(out, "durability")
     assert "runs the configurations in 2 rounds" in section
-    assert "1 measured sample per cell and run" in section
+    assert "Each cell and run has 1 measured sample after a discarded warm-up." in section
     assert "`synchronous_commit=off` (`async_commit`) ran at " in section and "(2 rounds: " in section
     assert "measured 15× at one worker (521 → 8,010 jobs/s)" in section and "The reference, " in section
     assert "| default | on | 200ms | 1 MB | skip_locked | enqueue | 0 of 2 (0 – 84 %) |" in section
     assert "| async_commit | off | 200ms | 1 MB | skip_locked | ack | " in section
     assert "With `synchronous_commit=on` (`default`) no SIGKILL crash lost an acknowledged job: 4 crashes on " \
            "PostgreSQL" in section
-    assert "for 2 crashes, the smallest and largest of 2" in section  # which interval, said once
+    assert "For 2 crashes it is the smallest and largest of 2" in section  # which interval, said once
     assert "commit 1f395354d" in section and "What was verified, and what was not" in section
     assert "| Which never loses a job when the server crashes? | Not measured yet for the products. Our skip_locked " \
            "lost nothing in 4 crashes" in text  # the front page's answer, from the crashes

@@ -39,7 +39,7 @@ def test_drain_levers_and_headline_come_from_the_data():
 
     batch, consumers = (f.text() for f in findings({"samples": DRAIN}, []))
     assert batch == "On PostgreSQL, a bigger batch drained a backlog 25× faster for 1 of 1 systems."
-    assert consumers == "On PostgreSQL, 4 consumers drained faster than 1 for 1 of 1 systems."
+    assert consumers == "On PostgreSQL, 4 consumers instead of 1 drained a backlog 1.5× faster for 1 of 1 systems."
 
 
 def test_the_batch_advice_calls_only_a_gain_faster_and_names_the_rest():

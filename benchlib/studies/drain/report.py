@@ -107,31 +107,11 @@ def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[st
 
 
 def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
-    """The batch lever (only systems a bigger batch helped give the range; the others are named,
-    so a ratio under 1 is never called faster), the consumers lever, the fastest product."""
+    """The batch and the consumers lever, the fastest product, the harness against pgbench."""
     summary = analysis.summarize(tables["samples"])
     lv = [x for x in analysis.levers(summary) if x["system"].startswith("postgres/")]
-    out = []
-    batch = [x for x in lv if x["batch_ratio"]]
-    helped = [x for x in batch if analysis.lever(x["batch_ratio"]) == "helps"]
-    if helped:
-        rest = [x for x in batch if x not in helped]
-        out.append(Finding("drain", "On PostgreSQL, a bigger batch drained a backlog {span} faster for {n} of {of} systems"
-                           + ("; it did not help {rest}." if rest else "."),
-                           {"span": (Ratio(min(x["batch_ratio"] for x in helped)),
-                                     Ratio(max(x["batch_ratio"] for x in helped))), "n": len(helped), "of": len(batch),
-                            "rest": names(_short(x["system"]) for x in rest)},
-                           cells=tuple(f"{x['system']} {x['c_lo']}×{x['b_lo']} vs {x['c_lo']}×{x['b_hi']}" for x in batch)))
-    more = [x for x in lv if x["consumer_ratio"]]
-    faster = [x for x in more if analysis.lever(x["consumer_ratio"]) == "helps"]
-    if more:
-        slower = [x for x in more if x not in faster]
-        out.append(Finding("drain", "On PostgreSQL, {hi} consumers drained faster than {lo} for {n} of {of} systems"
-                           + ("; not for {rest}." if slower else "."),
-                           {"n": len(faster), "of": len(more), "lo": min(x["c_lo"] for x in more),
-                            "hi": max(x["c_hi"] for x in more),
-                            "rest": names(_short(x["system"]) for x in slower)},
-                           cells=tuple(f"{x['system']} {x['c_lo']}×{x['b_lo']} vs {x['c_hi']}×{x['b_lo']}" for x in more)))
+    out = [f for f in (_lever(lv, "batch_ratio", "a bigger batch"),
+                       _lever(lv, "consumer_ratio", "{hi} consumers instead of {lo}")) if f]
     products = sorted((x for x in lv if features.is_product(_short(x["system"]))), key=lambda x: -x["peak"])
     if products:
         top = products[0]
@@ -149,6 +129,23 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                                                    "mid": float(share.median())},
                                cells=tuple(sorted({f"postgres/{q}" for q in own["queue"].to_list()}))))
     return out
+
+
+def _lever(lv: list[dict], key: str, what: str) -> Finding | None:
+    """What one lever (`key`: batch_ratio or consumer_ratio) did on PostgreSQL: the range over the
+    systems it helped, and the others named, so a ratio under 1 is never called faster."""
+    tried = [x for x in lv if x[key]]
+    helped = [x for x in tried if analysis.lever(x[key]) == "helps"]
+    if not helped:
+        return None
+    rest = [x for x in tried if x not in helped]
+    return Finding("drain", "On PostgreSQL, " + what + " drained a backlog {span} faster for {n} of {of} systems"
+                   + ("; it did not help {rest}." if rest else "."),
+                   {"span": (Ratio(min(x[key] for x in helped)), Ratio(max(x[key] for x in helped))),
+                    "n": len(helped), "of": len(tried), "rest": names(_short(x["system"]) for x in rest),
+                    "lo": min(x["c_lo"] for x in tried), "hi": max(x["c_hi"] for x in tried)},
+                   cells=tuple(f"{x['system']} {x['c_lo']}×{x['b_lo']} vs " + (
+                       f"{x['c_lo']}×{x['b_hi']}" if key == "batch_ratio" else f"{x['c_hi']}×{x['b_lo']}") for x in tried))
 
 
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:

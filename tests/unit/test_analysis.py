@@ -407,3 +407,19 @@ def test_every_study_s_prose_keeps_to_the_sentence_budget():
     }
     over = {study: long for study, lines in prose.items() if (long := over_budget("\n".join(f"- {x}" for x in lines)))}
     assert not over, over
+
+
+def test_the_products_growth_is_compared_at_one_offered_rate():
+    """pgmq ran at 400 jobs/s and grew least per 1,000 jobs; awa and chancy ran at 100: the finding
+    ranks the products that share the rate most of them ran at, and says which rate."""
+    from benchlib.studies.xmin_horizon.report import findings
+
+    def cell(design, rate, grew):
+        return [{**_phase(design, "rr_snapshot", phase, dead), "target_rate": float(rate), "enqueue_rate": float(rate),
+                 "data_bytes_growth": grew if phase == "held" else 2**10}
+                for phase, dead in (("baseline", 100), ("held", 5000))]
+
+    phases = frame(cell("pgmq", 400, 2**20) + cell("awa", 100, 2**21) + cell("chancy", 100, 2**22), PHASE_SCHEMA)
+    (_, growth, *_) = findings({"phases": phases}, [])
+    assert growth.text().startswith("Of the 2 products that did at 100 jobs/s, awa grew least")
+    assert "pgmq" not in growth.text() and growth.answers == "shared_server"

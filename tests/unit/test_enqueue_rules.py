@@ -73,3 +73,21 @@ def test_tables_and_findings_come_from_the_rows_and_name_a_second_server():
     assert any(line.startswith("No bulk enqueue call") and "absurd" in line for line in lines)
     assert set(analysis.best(df)) == {"skip_locked", "absurd"}  # the front page: the main server's systems
     assert analysis.totals({"samples": df})["failed"] == 1
+
+
+def test_the_front_page_findings_rank_products_and_say_what_bulk_and_clients_gain():
+    """pgmq and awa are products, skip_locked our design: the fastest product is pgmq, not the
+    design; bulk and clients give their ranges; "a bulk call gained more" only where it did."""
+    from benchlib.studies.enqueue import report
+
+    df = frame(_rows("skip_locked", 18, {(1, 1): 2_000, (4, 1): 5_000, (1, 1000): 100_000})
+               + _rows("pgmq", 18, {(1, 1): 1_000, (4, 1): 2_000, (1, 1000): 40_000})
+               + _rows("awa", 18, {(1, 1): 200, (4, 1): 300, (1, 1000): 1_000}), SAMPLES)
+    top, bulk, clients = (f.text() for f in report.findings({"samples": df}, [{"params": {"seconds": 2.0}}]))
+    assert top == ("pgmq took jobs in fastest of the products, 40,000 jobs/s in calls of 1,000; awa at most 1,000 "
+                   "(one 2.0 s window per cell).")
+    assert bulk == "Many jobs per call instead of one took jobs in 5.0× – 50× faster (3 systems with a bulk call)."
+    assert clients == ("More clients sending one job per call took jobs in 1.5× – 2.5× faster than one client "
+                       "(3 systems); a bulk call gained more for each of the 3 with one.")
+    slow_bulk = frame(_rows("awa", 18, {(1, 1): 200, (4, 1): 600, (1, 1000): 300}), SAMPLES)
+    assert report.findings({"samples": slow_bulk}, [])[2].text().endswith("faster than one client (1 system).")

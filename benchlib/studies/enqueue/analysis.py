@@ -75,9 +75,10 @@ def best(df: pl.DataFrame) -> dict[str, dict[str, Any]]:
             for s in small["system"].unique(maintain_order=True)}
 
 
-def bulk_gains(df: pl.DataFrame) -> dict[str, float]:
-    """Per system on the main server (smallest payload, one client): its best bulk call's jobs/s
-    over one job per call."""
+def gains(df: pl.DataFrame, clients: bool = False) -> dict[str, float]:
+    """Per system on the main server (smallest payload): its best bulk call's jobs/s over one job
+    per call from one client, or with `clients`, its best with more clients sending one job per
+    call over one client."""
     good = primary(df)
     if not good.height:
         return {}
@@ -86,9 +87,10 @@ def bulk_gains(df: pl.DataFrame) -> dict[str, float]:
     for system in small["system"].unique(maintain_order=True):
         mine = small.filter(pl.col("system") == system)
         one = mine.filter((pl.col("batch") == 1) & (pl.col("clients") == 1))["jobs_s"].max()
-        bulk = mine.filter(pl.col("batch") > 1)["jobs_s"].max()
-        if one and bulk:
-            out[system] = bulk / one
+        more = (mine.filter((pl.col("batch") == 1) & (pl.col("clients") > 1)) if clients
+                else mine.filter(pl.col("batch") > 1))["jobs_s"].max()
+        if one and more:
+            out[system] = more / one
     return out
 
 

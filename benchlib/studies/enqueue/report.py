@@ -10,6 +10,7 @@ import polars as pl
 
 from benchlib import features
 from benchlib.findings import Finding, Ratio, sig
+from benchlib.tables import plural
 from benchlib.studies.enqueue import analysis, charts
 
 TITLE = "Enqueue: how fast each system takes jobs in"
@@ -41,12 +42,23 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                    interval="one {s} s window per cell" if seconds else None,
                    cells=(f"postgres/{top} batch {row['batch']}", f"postgres/{low} batch {low_row['batch']}"),
                    answers="bulk", short="{top}: {rate} jobs/s in calls of {batch}.")]
-    bulk = analysis.bulk_gains(tables["samples"])
+    bulk = analysis.gains(tables["samples"])
     if bulk:
-        out.append(Finding("enqueue", "Many jobs per call instead of one took jobs in {lo} to {hi} faster "
-                           "({n} systems with a bulk call).",
-                           {"lo": Ratio(min(bulk.values())), "hi": Ratio(max(bulk.values())), "n": len(bulk)},
+        out.append(Finding("enqueue", "Many jobs per call instead of one took jobs in {span} faster "
+                           "({n} with a bulk call).",
+                           {"span": (Ratio(min(bulk.values())), Ratio(max(bulk.values()))), "n": plural(len(bulk), "system")},
                            cells=tuple(f"postgres/{s}" for s in bulk)))
+    clients = analysis.gains(tables["samples"], clients=True)
+    if clients:
+        both = [s for s in clients if s in bulk]
+        beats = bool(both) and all(bulk[s] > clients[s] for s in both)
+        out.append(Finding("enqueue", "More clients sending one job per call took jobs in {span} faster than one "
+                           "client ({n})" + ("; a bulk call gained more for each of the {both} with one."
+                                                     if beats else "."),
+                           {"span": (Ratio(min(clients.values())), Ratio(max(clients.values()))),
+                            "n": plural(len(clients), "system"),
+                            "both": len(both)},
+                           cells=tuple(f"postgres/{s}" for s in clients)))
     return out
 
 

@@ -27,11 +27,15 @@ async def smoke_data(tmp_path_factory):
 
 
 def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, tmp_path):
+    from benchlib import charts
+
     stale = tmp_path / "figures" / "drain" / "smoke" / "versus_default.svg"  # what an earlier layout drew
     stale.parent.mkdir(parents=True)
-    stale.write_text("<svg/>")
+    stale.write_text(f"<svg>{charts.STAMP}</svg>")
     (tmp_path / "report").mkdir()
-    (tmp_path / "report" / "gone.md").write_text("a page an earlier layout wrote")
+    (tmp_path / "report" / "gone.md").write_text(f"{report.GENERATED}` -->\na page an earlier layout wrote")
+    mine = tmp_path / "report" / "notes.md"  # someone's own file where the pages go: not ours to delete
+    mine.write_text("my notes")
     out = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "figures", out=tmp_path / "report.md")
     text = out.read_text()
     assert "short runs support no conclusions" in text.splitlines()[0]
@@ -49,7 +53,8 @@ def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, t
     assert f"{plural(os.cpu_count(), 'core')}, shared by the harness and the server" in page(out, "provenance")
     assert "](report/drain.md)" in text and "](report/provenance.md)" in text
     assert not stale.exists() and not (tmp_path / "report" / "gone.md").exists()  # only what a page shows stays
-    shown = "".join(p.read_text() for p in [out, *(tmp_path / "report").glob("*.md")])
+    assert mine.read_text() == "my notes"
+    shown = "".join(p.read_text() for p in [out, *(tmp_path / "report").glob("*.md")] if p != mine)
     drawn = sorted((tmp_path / "figures").rglob("*.svg"))
     assert drawn and all(f"{f.relative_to(tmp_path).as_posix()})" in shown for f in drawn)
     assert json.loads((tmp_path / "report" / "findings.json").read_text()) == []  # on PostgreSQL only: none here

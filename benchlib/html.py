@@ -52,7 +52,7 @@ def _template() -> jinja2.Template:
 
 
 def _slug(text: str) -> str:
-    """GitHub's anchor for a heading (benchlib.report._anchor), so report.md's #links work here too."""
+    """GitHub's anchor for a heading, so report.md's #links work here too."""
     return "".join(c for c in text.strip().lower().replace(" ", "-") if c.isalnum() or c in "-_")
 
 

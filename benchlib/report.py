@@ -1,11 +1,12 @@
 """Render a profile's report (and its figures) from its published data alone.
 
 No database is touched here. The report loops over the study registry: each study
-owns its analysis, charts and report fragment (studies/<name>/report.py and
-report.md.j2); this module only loads each study's published tables for the
-profile, gives it a place for its figures, and puts the fragments under a headline
-table that answers the questions first. Every sentence with a number in it is
-computed from the data, so regenerating after a rerun leaves no stale claim behind.
+owns its analysis, charts, findings, scorecard columns and page (studies/<name>/report.py
+and report.md.j2); this module only loads each study's published tables for the profile,
+gives it a place for its figures, and writes the front page of answers (findings,
+scorecards, pick by need, a short section per study) with a page per study beside it.
+Every sentence with a number in it is computed from the data, so regenerating after a
+rerun leaves no stale claim behind.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The capacity study's part of the report: figures, tables, one sentence per system."""
+"""The capacity study's part of the report: its findings, scorecard columns and page."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,7 +11,7 @@ import polars as pl
 from benchlib import features
 from benchlib.findings import HIGH_RATE, RATE_AT_P99, Finding, names, sig
 from benchlib.results import run_minutes
-from benchlib.studies.capacity import analysis, charts, measure
+from benchlib.studies.capacity import analysis, charts
 from benchlib.studies.drain.report import row_name
 
 TITLE = "Capacity: the rate each system keeps up with"

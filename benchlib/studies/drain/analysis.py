@@ -1,5 +1,5 @@
-"""The drain study's analysis: pure functions from published rows to summaries, tables,
-findings and headline rows. No database, no files; unit-tested on fixture data.
+"""The drain study's analysis: pure functions from published rows to summaries, tables
+and prose. No database, no files; unit-tested on fixture data.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The drain study's part of the report: figures, table, findings, headline rows."""
+"""The drain study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
 from collections.abc import Callable

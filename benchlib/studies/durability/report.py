@@ -1,4 +1,4 @@
-"""The durability study's part of the report: figures, tables, findings."""
+"""The durability study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""The enqueue study's part of the report: a table per payload size, and what it says."""
+"""The enqueue study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
 from collections.abc import Callable

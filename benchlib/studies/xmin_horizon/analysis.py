@@ -1,5 +1,5 @@
 """The xmin-horizon study's analysis: pure functions from published phase rows to
-tables, findings and headline rows. No database, no files; unit-tested on fixture data.
+tables and prose. No database, no files; unit-tested on fixture data.
 """
 from __future__ import annotations
 

@@ -614,7 +614,7 @@ def _drain_limit_beside(b: pl.DataFrame, drain: pl.DataFrame | None) -> str | No
         return None
     return (f"Beside {REFERENCE}'s {kept_text(r, ' jobs/s')} kept up with: pgbench, running its very "
             f"statements with {r['consumers']} clients at batch {r['batch']} in the drain study (another server, "
-            f"perhaps another machine: see the appendix), drained a backlog at {fmt(limit.mean())} jobs/s "
+            f"perhaps another machine: see the provenance page), drained a backlog at {fmt(limit.mean())} jobs/s "
             f"({plural(limit.len(), 'run')}): the server's limit for that SQL with no Python client in the way and no "
             "producer beside it.")
 

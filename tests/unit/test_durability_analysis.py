@@ -350,3 +350,16 @@ def test_older_rows_without_the_round_server_or_flush_columns_still_analyse():
 @pytest.mark.parametrize("k, n, hi", [(0, 10, 0.31), (0, 20, 0.17), (10, 10, 1.0)])
 def test_the_share_of_crashes_with_a_loss_has_an_exact_interval(k, n, hi):
     assert round(analysis.share_interval(k, n)[1], 2) == hi
+
+
+def test_the_ratio_chart_headlines_only_a_ratio_with_an_interval():
+    """async_d10 ran one round at 3× default: no interval, so no headline; async_commit's 1.8× over
+    three rounds is the title. A best ratio whose interval spans 1 is not called a gain."""
+    rows = frame(_rounds("default", {1: 500}, SPEED[:3]) + _rounds("async_commit", {1: 900}, SPEED[:3])
+                 + _rounds("async_d10", {1: 1500}, SPEED[:1]), SAMPLES)
+    title = charts.commit_settings_vs_default(rows).title
+    assert title.text == "async_commit gains most: 1.8× default at 1 client over 3 rounds"
+    noisy = frame(_rounds("default", {1: 500}, SPEED[:3])
+                  + [{**r, "throughput_jobs_s": r["throughput_jobs_s"] * f} for r, f in
+                     zip(_rounds("async_commit", {1: 500}, SPEED[:3]), (1.6, 0.7, 1.1))], SAMPLES)
+    assert "not told apart from default" in charts.commit_settings_vs_default(noisy).title.text

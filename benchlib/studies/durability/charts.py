@@ -186,10 +186,19 @@ def _ratio_chart(rr: pl.DataFrame, primary: int | None, y_title: str, order: lis
     ).transform_filter("datum.kind == 'mean'")
     chart = alt.layer(one, points, interval, mean).properties(width=width, height=HEIGHT + 40).facet(
         column=alt.Column("server:N", title=None, sort=servers), data=data)
-    first = rr.filter(pl.col("server") == servers[0]).sort("mean", descending=True).row(0, named=True)
-    verb = "gains most" if first["mean"] > 1 else "loses least"
-    return stated(chart, f"{first['config']} {verb}: {sig(first['mean'])}× default at "
-                  f"{first['concurrency']} client{'s' if first['concurrency'] != 1 else ''}",
+    # the title ranks only ratios with an interval: a configuration that ran in one round has none,
+    # and a headline must not rest on one round
+    candidates = rr.filter(pl.col("server") == servers[0])
+    sure = candidates.filter(pl.col("lo").is_not_null())
+    first = (sure if sure.height else candidates).sort("mean", descending=True).row(0, named=True)
+    at = f"{first['concurrency']} client{'s' if first['concurrency'] != 1 else ''}"
+    if sure.height and first["lo"] <= 1 <= first["hi"]:  # its interval spans 1: no gain to headline
+        title = f"{first['config']}: not told apart from default; best {sig(first['mean'])}× at {at}"
+    else:
+        verb = "gains most" if first["mean"] > 1 else "loses least"
+        rounds_note = f" over {first['rounds']} rounds" if sure.height else " (one round each)"
+        title = f"{first['config']} {verb}: {sig(first['mean'])}× default at {at}{rounds_note}"
+    return stated(chart, title,
                   "Throughput over default's in the same round and server (log), per client count: a point per "
                   "round, the tick their geometric mean, the bar its 95 % interval; above the dashed line at 1 is "
                   "faster.", f"{subtitle}; the title's numbers: {servers[0]}.")

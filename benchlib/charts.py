@@ -22,6 +22,9 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from benchlib import findings
+from benchlib.findings import words
+
 alt.renderers.enable("svg")
 
 WIDTH, HEIGHT = 260, 200
@@ -160,17 +163,9 @@ def _svg_size(svg: str, attribute: str) -> float | None:
 
 
 def sig(value: float | None, digits: int = 2) -> str:
-    """`value` to `digits` significant figures, with thousands separators (2.9, 29, 30,000, 0.046):
-    a title's number is read, not looked up, and a third figure is noise between runs."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    rounded = round(value, digits - 1 - magnitude)
-    magnitude = math.floor(math.log10(abs(rounded)))  # 9.96 rounds up to 10: one decimal fewer
-    decimals = max(0, digits - 1 - magnitude)
-    return f"{rounded:,.{decimals}f}"
+    """A title's number to `digits` significant figures, counts too (2.9, 29, 30,000): it is read,
+    not looked up, and a third figure is noise between runs. The report's one formatter does it."""
+    return findings.sig(None if value is None else float(value), digits)
 
 
 def span(low: float, high: float, unit: str = "") -> str:
@@ -182,10 +177,6 @@ def span(low: float, high: float, unit: str = "") -> str:
 def of(k: int, n: int) -> str:
     """'11 of 13', or 'all 8' when it is every one."""
     return f"all {n}" if k == n and n > 1 else f"{k} of {n}"
-
-
-def words(text: str) -> int:
-    return len(text.split())
 
 
 def stated(chart: alt.TopLevelMixin, finding: str, caption: str, *subtitle: str) -> alt.TopLevelMixin:

@@ -64,9 +64,9 @@ def sig(value: Any, digits: int = 2) -> str:
 
 def _round(value: float, digits: int) -> str:
     if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    places = digits - 1 - math.floor(math.log10(abs(value)))
-    rounded = round(value, places)
+        return "–" if math.isnan(value) else f"{value:g}"
+    rounded = round(value, digits - 1 - math.floor(math.log10(abs(value))))
+    places = digits - 1 - math.floor(math.log10(abs(rounded)))  # 9.96 rounds up to 10: one decimal fewer
     return f"{rounded:,.{max(places, 0)}f}"
 
 

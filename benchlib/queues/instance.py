@@ -1,0 +1,521 @@
+"""Any in-process system of the registry as a worker process of its own (adapters/CONTRACT.md, v2).
+
+A chaos test stops or kills a system's workers (SIGKILL, SIGSTOP), which it cannot do to
+code that runs inside the harness. This module runs one registered system, worker or pull
+kind, in a child process that speaks the JSON-lines contract, so the harness drives it
+exactly as it drives River or pg-boss: `python -m benchlib.queues.instance <name>`.
+
+- worker kind (procrastinate, pgqueuer, awa, chancy, absurd): one `session(target)` for the
+  process; `work` runs the library's own `session.work` with a handler that reports each job
+  by its seq. What the library does on a lost connection is its result: nothing here retries
+  around its loop; if its loop raises, that is an error event and `stop` still answers.
+- pull kind (skip_locked, pgmq, pgqrs, ...): C consumer loops, each on its own connection,
+  dequeue(B) -> ack(ids), a job counted as handled when its ack returned (as the harness's own
+  pull driver counts it). A consumer whose connection fails (server restarted, backend
+  terminated) says so in an error event and reconnects after a short back-off until `stop`,
+  so a chaos test sees the system recover, or not, rather than the process dying.
+
+The DSN is handed to the libraries unchanged, so what its query string carries
+(`application_name=...`) reaches every connection: asyncpg turns unknown query parameters
+into server settings (merged with a library's own), psycopg and sqlx (awa, pgqrs) read libpq's.
+`process_system(name)` is the registry-like class that starts this process; it is not in
+QUEUES, which keeps one entry per system: a study asks for the process form by name
+(`as_process`).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from functools import cache
+from typing import Any
+
+from benchlib import queues
+from benchlib.errors import BenchError, shown
+from benchlib.measure import now_ns
+from benchlib.provision import PgServer
+from benchlib.queues.base import system_version
+from benchlib.queues.jsonlines import STOP_GRACE_S, JsonLinesSystem
+from benchlib.workload.drivers import EMPTY_POLL_PAUSE_S
+
+CONTRACT = 2
+FLUSH_S = 0.005  # handled events are batched into one line at most this long
+RECONNECT_BACKOFF_S = 0.05  # a pull consumer's pause before it reconnects after a failure
+EXIT_DEADLINE_S = STOP_GRACE_S - 1.0  # at end of input: the workers' time to stop, within the harness's grace
+ERROR_CHARS = 300
+
+
+class Refused(Exception):
+    """A request this process does not serve; its message is the reply's error, as is."""
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as the contract's one-line error."""
+    if isinstance(err, Refused):
+        return str(err)
+    text = str(err).strip().splitlines()
+    return (f"{type(err).__name__}: {text[0]}" if text else type(err).__name__)[:ERROR_CHARS]
+
+
+# --- what the harness reads --------------------------------------------------------------
+
+class Out:
+    """Our stdout: whole lines, never interleaved; handled jobs batched, flushed within FLUSH_S
+    and always before any other line (so `stop`'s reply follows every job handled before it)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.loop_thread = threading.get_ident()
+        self.lock = threading.Lock()
+        self.pending: list[list[int]] = []
+        self.scheduled = False
+        self.broken = False  # the harness's end of the pipe is gone: nothing more to say
+
+    def _write(self, message: dict[str, Any]) -> None:
+        if self.broken:
+            return
+        try:
+            sys.stdout.buffer.write((json.dumps(message, default=str) + "\n").encode())
+            sys.stdout.buffer.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self.broken = True
+
+    def _flush_locked(self) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            self._write({"handled": batch})
+
+    def flush(self) -> None:
+        with self.lock:
+            self.scheduled = False
+            self._flush_locked()
+
+    def line(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            self._flush_locked()
+            self._write(message)
+
+    def handled(self, seqs: Sequence[int], t_ns: int) -> None:
+        with self.lock:
+            self.pending.extend([int(seq), t_ns] for seq in seqs)
+            if self.scheduled:
+                return
+            self.scheduled = True
+        if threading.get_ident() == self.loop_thread:
+            self.loop.call_later(FLUSH_S, self.flush)
+        else:  # a library that calls its handler from a thread of its own
+            self.loop.call_soon_threadsafe(self.loop.call_later, FLUSH_S, self.flush)
+
+    def handler(self) -> Callable[[int, int | None], None]:
+        """The worker systems' `handled(seq, t_ns)` (t_ns None: now)."""
+        def handled(seq: int, t_ns: int | None = None) -> None:
+            self.handled((seq,), t_ns or now_ns())
+
+        return handled
+
+    def error(self, text: str, seq: int | None = None) -> None:
+        self.line({"error": text, "seq": seq})
+
+
+# --- the systems ---------------------------------------------------------------------------
+
+def target_of(dsn: str) -> PgServer:
+    """What the systems connect through (`dsn`, `connect()`, `backend`): a server reached by its DSN."""
+    return PgServer(dsn=dsn, kind="dsn")
+
+
+def refusal(name: str, raw: str | None) -> str | None:
+    """Why BENCH_SETTINGS is refused (CONTRACT.md), or None: no process form takes a setting yet."""
+    try:
+        given = json.loads(raw or "{}")
+    except ValueError as err:
+        return f"BENCH_SETTINGS is not JSON: {err}"
+    if not isinstance(given, dict):
+        return "BENCH_SETTINGS must be a JSON object"
+    if given:
+        return f"BENCH_SETTINGS: unknown key {sorted(given)[0]!r}; the {name} process takes no settings (only {{}})"
+    return None
+
+
+def described(system: Any) -> dict[str, Any]:
+    """The hello's settings: the system's own, a value that depends on the `work` request
+    (workers, batch) described in words (it differs between two requests), the others as they are."""
+    if not hasattr(system, "settings"):  # a pull system: our consumer loops are what bounds it
+        return {"consumers": "the work request's concurrency", "batch_jobs": "the work request's batch (null: 1)",
+                "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000, "reconnect_backoff_ms": RECONNECT_BACKOFF_S * 1000}
+    one, other = system.settings(1, 1), system.settings(2, 3)
+    return {k: v if other.get(k) == v else "set by the work request (concurrency, batch)" for k, v in one.items()}
+
+
+def hello(name: str, cls: type, system: Any) -> dict[str, Any]:
+    batch = cls.kind == "pull" or getattr(cls, "batch_setting", None) is not None
+    return {"hello": {"system": name, "version": system_version(cls), "contract": CONTRACT, "batch": batch,
+                      "settings": described(system), "tables": list(getattr(cls, "tables", ())),
+                      "control_tables": list(getattr(cls, "control_tables", ()))}}
+
+
+class WorkerInstance:
+    """A worker system's session, held for the whole process."""
+
+    def __init__(self, system: Any, target: PgServer, out: Out) -> None:
+        self.system, self.target, self.out = system, target, out
+        self.stack = AsyncExitStack()
+        self.session: Any = None
+        self.running: asyncio.Task | None = None
+        self.stopping = asyncio.Event()
+        self.switching = asyncio.Lock()  # one `work` or `stop` at a time
+
+    async def open(self) -> None:
+        self.session = await self.stack.enter_async_context(self.system.session(self.target))
+
+    async def close(self) -> None:
+        await self.stack.aclose()
+
+    async def install(self) -> None:
+        await self.session.install()
+
+    async def uninstall(self) -> None:
+        await self.session.uninstall()
+
+    async def enqueue(self, payloads: Sequence[dict[str, Any]]) -> list[Any]:
+        try:
+            return list(await self.session.enqueue_many([json.dumps(p) for p in payloads]))
+        except Exception:
+            await self._drop_producer()
+            raise
+
+    async def _drop_producer(self) -> None:
+        """After a failed enqueue (a restarted server), the session's producer connection may be
+        dead: close it, so the next enqueue opens a fresh one, as the session opens its first."""
+        close = getattr(self.session, "close", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:
+                pass
+
+    async def work(self, concurrency: int, batch: int | None, continuous: bool) -> dict[str, Any]:
+        async with self.switching:
+            if self.running is not None:
+                raise Refused("work is already running: stop it first")
+            self.stopping = asyncio.Event()
+            self.running = asyncio.create_task(
+                self.session.work(concurrency, batch, self.out.handler(), self.stopping, continuous))
+            self.running.add_done_callback(self._ended)
+            await asyncio.sleep(0)  # the library's work has begun
+            return self.system.settings(concurrency, batch)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.out.error(f"{self.system.name} work: {one_line(task.exception())}")
+
+    async def stop(self) -> None:
+        async with self.switching:
+            running, self.running = self.running, None
+            if running is not None:
+                self.stopping.set()
+                await asyncio.wait({running})
+
+
+class PullInstance:
+    """A pull system: an admin connection (install, enqueue), opened when first needed and again
+    after a failure, and C consumer loops while working."""
+
+    def __init__(self, system: Any, target: PgServer, out: Out) -> None:
+        self.system, self.target, self.out = system, target, out
+        self.admin: Any = None
+        self.admin_lock = asyncio.Lock()  # one call at a time on the admin connection
+        self.consumers: list[asyncio.Task] = []
+        self.stopping = asyncio.Event()
+        self.switching = asyncio.Lock()  # a `stop` sent while `work` connects waits, then stops what it started
+        self.seqs: dict[Any, int] | None = {}  # id -> seq, for a system whose dequeue returns ids only
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        await self.stop()
+        admin, self.admin = self.admin, None
+        await _closed(admin)
+
+    async def _on_admin(self, call: Callable[[Any], Any]) -> Any:
+        async with self.admin_lock:
+            try:
+                if self.admin is None:
+                    self.admin = await self.system.connect(self.target)
+                return await call(self.admin)
+            except Exception:
+                admin, self.admin = self.admin, None
+                await _closed(admin)
+                raise
+
+    async def install(self) -> None:
+        await self._on_admin(self.system.install)
+        if self.seqs is not None:
+            self.seqs.clear()
+
+    async def uninstall(self) -> None:
+        await self._on_admin(self.system.uninstall)
+
+    async def enqueue(self, payloads: Sequence[dict[str, Any]]) -> list[Any]:
+        texts = [json.dumps(p) for p in payloads]
+        ids = list(await self._on_admin(lambda conn: self.system.enqueue_many(conn, texts)))
+        if self.seqs is not None:
+            self.seqs.update((i, p["seq"]) for i, p in zip(ids, payloads) if "seq" in p)
+        return ids
+
+    async def work(self, concurrency: int, batch: int | None, continuous: bool) -> dict[str, Any]:
+        """C consumers, each on its own connection, opened before the reply ("its workers run");
+        they poll until `stop`, `continuous` or not (the harness stops a drain)."""
+        async with self.switching:
+            if self.consumers:
+                raise Refused("work is already running: stop it first")
+            return await self._start(concurrency, batch)
+
+    async def _start(self, concurrency: int, batch: int | None) -> dict[str, Any]:
+        opened = await asyncio.gather(*(self.system.connect(self.target, "consumer") for _ in range(concurrency)),
+                                      return_exceptions=True)
+        failed = [c for c in opened if isinstance(c, BaseException)]
+        if failed:
+            await asyncio.gather(*(_closed(c) for c in opened if not isinstance(c, BaseException)))
+            raise failed[0]
+        self.stopping = asyncio.Event()
+        self.consumers = [asyncio.create_task(self.consume(conn, batch or 1)) for conn in opened]
+        return {"consumers": concurrency, "batch_jobs": batch or 1, "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000}
+
+    async def consume(self, conn: Any, batch: int) -> None:
+        """dequeue(batch) -> ack(ids) -> report, until `stop`; a failure is reported, the connection
+        replaced after a back-off (once per outage: a failure like the last one is not repeated)."""
+        last_error: str | None = None
+        try:
+            while not self.stopping.is_set():
+                try:
+                    if conn is None:
+                        conn = await self.system.connect(self.target, "consumer")
+                    dequeue, ack = await self.system.operations(conn)
+                    last_error = None
+                    await self._loop(dequeue, ack, batch)
+                except Exception as err:
+                    if (text := one_line(err)) != last_error:
+                        self.out.error(f"{self.system.name} consumer: {text}")
+                        last_error = text
+                    conn = await _closed(conn)
+                    await _paused(self.stopping, RECONNECT_BACKOFF_S)
+        finally:
+            await _closed(conn)
+
+    async def _loop(self, dequeue: Callable[[int], Any], ack: Callable[[Sequence[Any]], Any], batch: int) -> None:
+        while not self.stopping.is_set():
+            jobs = await dequeue(batch)
+            if not jobs:
+                await asyncio.sleep(EMPTY_POLL_PAUSE_S)
+                continue
+            await ack([job[0] for job in jobs])
+            t_ns = now_ns()
+            self.out.handled(self.seqs_of(jobs), t_ns)
+
+    def seqs_of(self, jobs: Sequence[Any]) -> list[int]:
+        """Each job's seq: from the payload its dequeue returned (job[1]), else from the id its
+        enqueue gave (pgmq's and pgqrs's dequeue return ids only, so they are named only when
+        this process enqueued them; the others are reported in an error event)."""
+        if len(jobs[0]) > 1 and _payload_seq(jobs[0][1]) is not None:
+            self.seqs = None  # the payload travels with the job: no map needed
+            return [_payload_seq(job[1]) for job in jobs]
+        known = self.seqs or {}
+        unknown = [job[0] for job in jobs if job[0] not in known]
+        if unknown:
+            self.out.error(f"{self.system.name}: {len(unknown)} handled job(s) not enqueued by this process, "
+                           f"seq unknown (ids {', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''})")
+        return [known[job[0]] for job in jobs if job[0] in known]
+
+    async def stop(self) -> None:
+        async with self.switching:
+            consumers, self.consumers = self.consumers, []
+            self.stopping.set()
+            if consumers:
+                await asyncio.wait(consumers)
+
+
+def _payload_seq(payload: Any) -> int | None:
+    """The seq in a job's payload (JSON text, bytes or an object), or None when it carries none."""
+    if isinstance(payload, (str, bytes)):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            return None
+    return payload.get("seq") if isinstance(payload, dict) else None
+
+
+async def _closed(conn: Any) -> None:
+    """Close a connection (or a pgqrs client) whatever state it is in; None for `conn = await _closed(conn)`."""
+    if conn is not None:
+        try:
+            await asyncio.wait_for(conn.close(), 2)
+        except Exception:
+            pass
+    return None
+
+
+async def _paused(stopping: asyncio.Event, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(stopping.wait(), seconds)
+    except TimeoutError:
+        pass
+
+
+# --- the requests --------------------------------------------------------------------------
+
+async def answer(request: dict[str, Any], instance: WorkerInstance | PullInstance, out: Out) -> dict[str, Any]:
+    """What a request's reply carries besides its id and `ok` (CONTRACT.md's table)."""
+    op = request.get("op")
+    if op == "install":
+        await instance.install()
+    elif op == "uninstall":
+        await instance.uninstall()
+    elif op in ("enqueue", "produce"):
+        payloads = request["payloads"]
+        ids = await instance.enqueue(payloads)
+        if op == "enqueue":
+            return {"ids": ids}
+        t_ns = now_ns()
+        out.line({"enqueued": [[p["seq"], t_ns] for p in payloads]})
+    elif op == "work":
+        batch = request.get("batch")
+        return {"settings": await instance.work(int(request["concurrency"]), None if batch is None else int(batch),
+                                                bool(request.get("continuous")))}
+    elif op == "stop":
+        await instance.stop()
+    else:
+        raise Refused(f"unknown op {op!r}")
+    return {}
+
+
+async def serve(request: dict[str, Any], instance: WorkerInstance | PullInstance, out: Out,
+                refused: str | None) -> None:
+    try:
+        reply = {"ok": False, "error": refused} if refused else {"ok": True, **await answer(request, instance, out)}
+    except Exception as err:  # one line back to the harness; the process goes on
+        reply = {"ok": False, "error": one_line(err)}
+    out.line({"id": request.get("id"), **reply})
+
+
+async def next_request() -> bytes:
+    """stdin's next line (b"" at its end), read in a thread: the event loop goes on meanwhile, and
+    any stdin works (a pipe, a file, /dev/null, which the loop's own pipe reader cannot poll)."""
+    return await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.readline)
+
+
+async def run(name: str) -> None:
+    cls = queues.QUEUES[name]
+    system = cls()
+    out = Out(asyncio.get_running_loop())
+    refused = refusal(name, os.environ.get("BENCH_SETTINGS"))
+    out.line(hello(name, cls, system))
+    kind = WorkerInstance if cls.kind == "worker" else PullInstance
+    instance = kind(system, target_of(os.environ["BENCH_DSN"]), out)
+    await instance.open()
+    serving: set[asyncio.Task] = set()
+    while line := await next_request():
+        try:
+            request = json.loads(line)
+        except ValueError:
+            out.error(f"not a JSON request: {line[:200]!r}")
+            continue
+        task = asyncio.create_task(serve(request, instance, out, refused))
+        serving.add(task)
+        task.add_done_callback(serving.discard)
+    await ended(instance, serving)
+    out.flush()
+
+
+async def ended(instance: WorkerInstance | PullInstance, serving: set[asyncio.Task]) -> None:
+    """End of input (the harness is done, or gone): stop the workers, drop what is in flight, close;
+    all within EXIT_DEADLINE_S."""
+    try:
+        async with asyncio.timeout(EXIT_DEADLINE_S):
+            await instance.stop()
+            for task in serving:
+                task.cancel()
+            await asyncio.gather(*serving, return_exceptions=True)
+            await instance.close()
+    except Exception:
+        pass  # exiting regardless: the harness no longer listens
+
+
+def in_process(name: str) -> type:
+    """The registry's in-process class of `name`, or a one-line BenchError saying why it has no process form."""
+    try:
+        cls = queues.QUEUES[name]
+    except KeyError:
+        raise BenchError(f"unknown queue {shown(name)}: choose one of {', '.join(queues.QUEUES)}") from None
+    if cls.kind == "log" or getattr(cls, "ticked", False):  # rotation, PgQ: a log the harness ticks
+        raise BenchError(f"{name} is a log system (consumer groups reading tick batches, ticked by the harness): "
+                         "it has no worker process form")
+    if isinstance(cls, type) and issubclass(cls, JsonLinesSystem):
+        raise BenchError(f"{name} already runs as a process of its own: use it as registered")
+    if "postgres" not in cls.backends:
+        raise BenchError(f"{name} runs on {', '.join(cls.backends)}: its process form is for PostgreSQL systems")
+    return cls
+
+
+@cache
+def process_system(name: str) -> type[JsonLinesSystem]:
+    """A registry-like class running the in-process system `name` in a child process of its own
+    (this module), on PostgreSQL; one class per name."""
+    inner = in_process(name)
+
+    class InProcessAsProcess(JsonLinesSystem):
+        command = [sys.executable, "-m", "benchlib.queues.instance", name]
+        summary = inner.summary
+        package = inner.package
+        backends = ("postgres",)
+        batch_setting = "dequeue(n)" if inner.kind == "pull" else inner.batch_setting
+        tables = tuple(getattr(inner, "tables", ()))
+        control_tables = tuple(getattr(inner, "control_tables", ()))
+        extra_code = (*queues.code_files(name), __file__)
+        extra_connections = getattr(inner, "extra_connections", 1)
+
+    if (detail := getattr(inner, "version_detail", None)) is not None:
+        InProcessAsProcess.version_detail = staticmethod(detail)
+    InProcessAsProcess.name = name
+    InProcessAsProcess.__name__ = InProcessAsProcess.__qualname__ = f"{inner.__name__}Process"
+    return InProcessAsProcess
+
+
+def as_process(name: str) -> type[JsonLinesSystem]:
+    """`name` as a worker process: the registry's class when it already is one (river, pg-boss, ...),
+    else its process form; a one-line BenchError for a system that has none (a log system)."""
+    cls = queues.QUEUES.get(name)
+    if isinstance(cls, type) and issubclass(cls, JsonLinesSystem):
+        return cls
+    return process_system(name)
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m benchlib.queues.instance <registry name>", file=sys.stderr)
+        return 2
+    try:
+        in_process(argv[0])
+        if not os.environ.get("BENCH_DSN"):
+            raise BenchError("BENCH_DSN is not set: the harness gives the database's libpq URL")
+    except BenchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(run(argv[0]))
+    except Exception as err:  # the harness reads our last stderr line as the reason
+        print(f"error: the {argv[0]} process failed: {one_line(err)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # library threads (awa's tokio runtime, ...) must not hold the exit

@@ -102,6 +102,9 @@ class Out:
     def handled(self, seqs: Sequence[int], t_ns: int) -> None:
         with self.lock:
             self.pending.extend([int(seq), t_ns] for seq in seqs)
+            if SYNC:
+                self._flush_locked()
+                return
             if self.scheduled:
                 return
             self.scheduled = True
@@ -109,6 +112,10 @@ class Out:
             self.loop.call_later(FLUSH_S, self.flush)
         else:  # a library that calls its handler from a thread of its own
             self.loop.call_soon_threadsafe(self.loop.call_later, FLUSH_S, self.flush)
+
+    def handled_ids(self, ids: Sequence[Any], t_ns: int) -> None:
+        """Jobs named by the system's ids (their seq unknown here): the harness maps them."""
+        self.line({"handled_ids": [[i, t_ns] for i in ids]})
 
     def handler(self) -> Callable[[int, int | None], None]:
         """The worker systems' `handled(seq, t_ns)` (t_ns None: now)."""
@@ -158,6 +165,12 @@ def hello(name: str, cls: type, system: Any) -> dict[str, Any]:
                       "control_tables": list(getattr(cls, "control_tables", ()))}}
 
 
+# BENCH_HANDLED_SYNC=1 (CONTRACT.md, set by the chaos study): each report written before the
+# handler returns, so a SIGKILL never takes the report of a job the system then marked done.
+SYNC = os.environ.get("BENCH_HANDLED_SYNC") == "1"
+WORKERS_ENDED = 3  # the exit code of a process whose library's workers ended by themselves
+
+
 class WorkerInstance:
     """A worker system's session, held for the whole process."""
 
@@ -205,13 +218,22 @@ class WorkerInstance:
             self.stopping = asyncio.Event()
             self.running = asyncio.create_task(
                 self.session.work(concurrency, batch, self.out.handler(), self.stopping, continuous))
-            self.running.add_done_callback(self._ended)
+            self.running.add_done_callback(lambda task: self._ended(task, continuous))
             await asyncio.sleep(0)  # the library's work has begun
             return self.system.settings(concurrency, batch)
 
-    def _ended(self, task: asyncio.Task) -> None:
-        if not task.cancelled() and task.exception() is not None:
+    def _ended(self, task: asyncio.Task, continuous: bool) -> None:
+        """The library's workers ended. With an error, or by themselves while they were to keep
+        waiting for jobs (`continuous`), the process exits as the library's own worker process
+        would: a worker whose loop died serves nothing, and its supervisor (the harness's fleet)
+        starts a new one. A drain's workers that stop once the queue is empty end normally."""
+        failed = not task.cancelled() and task.exception() is not None
+        if failed:
             self.out.error(f"{self.system.name} work: {one_line(task.exception())}")
+        if continuous and not self.stopping.is_set() and (failed or not task.cancelled()):
+            self.out.error(f"{self.system.name}: its workers ended while they were to keep working: exiting")
+            self.out.flush()
+            os._exit(WORKERS_ENDED)
 
     async def stop(self) -> None:
         async with self.switching:
@@ -309,28 +331,30 @@ class PullInstance:
             await _closed(conn)
 
     async def _loop(self, dequeue: Callable[[int], Any], ack: Callable[[Sequence[Any]], Any], batch: int) -> None:
+        """dequeue -> the jobs reported handled (the no-op handler ran) -> ack, as a worker library
+        runs its handler before it marks the job done: a consumer killed between the two has done
+        the work, and a redelivery of those jobs is a duplicate, as it would be in production."""
         while not self.stopping.is_set():
             jobs = await dequeue(batch)
             if not jobs:
                 await asyncio.sleep(EMPTY_POLL_PAUSE_S)
                 continue
-            await ack([job[0] for job in jobs])
             t_ns = now_ns()
-            self.out.handled(self.seqs_of(jobs), t_ns)
+            seqs, ids = self.seqs_of(jobs)
+            self.out.handled(seqs, t_ns)
+            if ids:
+                self.out.handled_ids(ids, t_ns)
+            await ack([job[0] for job in jobs])
 
-    def seqs_of(self, jobs: Sequence[Any]) -> list[int]:
+    def seqs_of(self, jobs: Sequence[Any]) -> tuple[list[int], list[Any]]:
         """Each job's seq: from the payload its dequeue returned (job[1]), else from the id its
-        enqueue gave (pgmq's and pgqrs's dequeue return ids only, so they are named only when
-        this process enqueued them; the others are reported in an error event)."""
+        enqueue gave here; the ids of jobs another process enqueued (pgmq's and pgqrs's dequeue
+        return ids only) go back as ids, which the harness maps to seqs (CONTRACT.md, handled_ids)."""
         if len(jobs[0]) > 1 and _payload_seq(jobs[0][1]) is not None:
             self.seqs = None  # the payload travels with the job: no map needed
-            return [_payload_seq(job[1]) for job in jobs]
+            return [_payload_seq(job[1]) for job in jobs], []
         known = self.seqs or {}
-        unknown = [job[0] for job in jobs if job[0] not in known]
-        if unknown:
-            self.out.error(f"{self.system.name}: {len(unknown)} handled job(s) not enqueued by this process, "
-                           f"seq unknown (ids {', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''})")
-        return [known[job[0]] for job in jobs if job[0] in known]
+        return [known[job[0]] for job in jobs if job[0] in known], [job[0] for job in jobs if job[0] not in known]
 
     async def stop(self) -> None:
         async with self.switching:

@@ -49,6 +49,7 @@ class Adapter:
         self.hello: dict[str, Any] = {}
         self.handled: Handled | None = None
         self.enqueued: Callable[[int, int], None] | None = None  # (seq, t_ns) of a produce
+        self.handled_id: Callable[[Any, int], None] | None = None  # (system id, t_ns): a job named by its id
         self.errors: list[str] = []  # error events: the adapter goes on, the sample records them
         self.pending: dict[int, asyncio.Future] = {}
         self.ids = itertools.count(1)
@@ -81,6 +82,9 @@ class Adapter:
             if "handled" in message:
                 for seq, t_ns in message["handled"]:
                     self.handled(int(seq), int(t_ns))
+            elif "handled_ids" in message and self.handled_id is not None:
+                for key, t_ns in message["handled_ids"]:
+                    self.handled_id(key, int(t_ns))
             elif "enqueued" in message:
                 for seq, t_ns in message["enqueued"]:
                     self.enqueued(int(seq), int(t_ns))
@@ -194,6 +198,7 @@ class JsonLinesSystem:
     overrides: ClassVar[dict[str, Any]] = {}  # BENCH_SETTINGS: throughput-bounding settings other than its defaults
     hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
     ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
+    handled_sync: bool = False  # BENCH_HANDLED_SYNC: each job's report written before its handler returns
 
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
         """What bounds its throughput: the last `work` reply's numbers, else its hello's description
@@ -207,7 +212,8 @@ class JsonLinesSystem:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, "BENCH_DSN": target.dsn, "BENCH_SETTINGS": json.dumps(self.overrides)},
+                env={**os.environ, "BENCH_DSN": target.dsn, "BENCH_SETTINGS": json.dumps(self.overrides),
+                     **({"BENCH_HANDLED_SYNC": "1"} if self.handled_sync else {})},
                 start_new_session=True, preexec_fn=dies_with_us(), limit=LINE_LIMIT)
         except OSError as err:
             raise BenchError(f"cannot start the {self.name} adapter {self.command[0]!r}: {err.strerror}") from None

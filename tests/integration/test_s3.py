@@ -206,7 +206,7 @@ class Flood:
                 self._writers.append(writer)
                 self.opened += 1
                 if len(self._writers) > self.hold:
-                    self._writers.pop(0).transport.abort()
+                    self._writers.pop(0).close()
 
         await asyncio.gather(*(one() for _ in range(n)))
 
@@ -219,7 +219,7 @@ class Flood:
         finally:
             self._first.set()
             for writer in self._writers:
-                writer.transport.abort()
+                writer.close()  # close(), not transport.abort(): a writer whose peer had gone warned when collected
             await asyncio.sleep(0)
 
     def start(self, first: int, batch: int, every_s: float) -> None:
@@ -235,6 +235,9 @@ class Flood:
             self._thread.join(30)
 
 
+# The flood's own sockets, which the emulator may drop first: one whose open_connection finished
+# as its wait_for timed out is never handed to us, and warns when collected (100 did, once, under CI).
+@pytest.mark.filterwarnings("ignore:Exception ignored in.*StreamWriter:pytest.PytestUnraisableExceptionWarning")
 def test_a_flood_of_idle_connections_does_not_starve_our_client():
     """A harness started with the common 1024 soft fd limit: an account flooding the proxy with
     thousands of idle half-requests (more than its fd limit, and than the pending cap), still

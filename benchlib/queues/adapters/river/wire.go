@@ -42,12 +42,23 @@ func newWriter() *writer {
 	return w
 }
 
-// Handled records that the handler ran for seq; a background flush writes it soon.
+// BENCH_HANDLED_SYNC=1 (CONTRACT.md): each job's event written before its handler returns, so a
+// SIGKILL never takes away the report of a job the system went on to complete.
+var handledSync = os.Getenv("BENCH_HANDLED_SYNC") == "1"
+
+// Handled records that the handler ran for seq; a background flush writes it soon (at once
+// with handledSync).
 func (w *writer) Handled(seq int64) {
 	t := nowNs()
 	w.mu.Lock()
 	w.handled = append(w.handled, [2]int64{seq, t})
+	if handledSync {
+		w.writeHandledLocked()
+	}
 	w.mu.Unlock()
+	if handledSync {
+		return
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:

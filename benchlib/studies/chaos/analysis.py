@@ -1,0 +1,145 @@
+"""The chaos study's reading of its published rows: a verdict per system and fault, by seq.
+
+Pure functions of the `cells` and `faults` tables (no database), tested on fakes.
+
+A fault is **survived** when (a) the fault checked its own effect (the killed PID and its
+backends gone, the paused process stopped, backends terminated, connections held), (b) the
+null-fault control of the same system ran clean (every job once, no error): otherwise the row
+is the harness's or adapter's problem and is not charged to the library, (c) every job
+acknowledged around it was handled by the end of the drain, and (d) completions came back to 90 %
+of the baseline's rate within its window. Duplicates do not fail a fault (at-least-once delivery
+allows them); they are counted beside it. A job not handled by the end of the drain is
+**unfinished**, not lost: a rescue that runs later than the cell (River's after an hour at its
+defaults) would bring it back; the report says which systems rescue, and when, at their defaults.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from benchlib.tables import Table
+
+OK, SLOW, UNFINISHED, UNCHECKED, HARNESS = "survived", "slow", "unfinished", "unverified", "control failed"
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """The sweep summary's accounting: the null-fault controls' unfinished and twice-handled jobs
+    (with no fault, any is the harness's or an adapter's); the faults cells' are the study's
+    results, in the report; failed cells."""
+    df = tables.get("cells")
+    if df is None:
+        return {"lost": 0, "duplicates": 0, "failed": 0}
+    ctrl = df.filter(pl.col("variant") == "control")
+    return {"lost": int(ctrl["unfinished"].fill_null(0).sum()), "duplicates": int(ctrl["duplicates"].fill_null(0).sum()),
+            "failed": int(df["error"].is_not_null().sum())}
+
+
+def _ok_cells(cells: pl.DataFrame) -> pl.DataFrame:
+    return cells.filter(pl.col("error").is_null())
+
+
+def control_clean(cells: pl.DataFrame) -> dict[tuple[str, int], bool]:
+    """Per (system, round): its null-fault control handled every job exactly once, without errors."""
+    ctrl = cells.filter(pl.col("variant") == "control")
+    return {(r["system"], r["round"]): (r["error"] is None and not r["unfinished"] and not r["duplicates"]
+                                        and not r["refused"] and not r["worker_exits"])
+            for r in ctrl.iter_rows(named=True)}
+
+
+def verdicts(cells: pl.DataFrame, faults: pl.DataFrame) -> pl.DataFrame:
+    """One row per (system, round, fault phase) of the faults variant, with its verdict."""
+    rows = faults.filter(pl.col("variant") == "faults")
+    failed = {(r["system"], r["round"]) for r in cells.filter(pl.col("variant") == "faults")
+              .filter(pl.col("error").is_not_null()).iter_rows(named=True)}
+    clean = control_clean(cells)
+    out = []
+    for r in rows.iter_rows(named=True):
+        key = (r["system"], r["round"])
+        if key in failed:
+            continue
+        if not r["fault_ok"]:
+            verdict = UNCHECKED
+        elif not clean.get(key, True):
+            verdict = HARNESS
+        elif r["unfinished"]:
+            verdict = UNFINISHED
+        elif r["recovered_s"] is None:
+            verdict = SLOW
+        else:
+            verdict = OK
+        out.append(r | {"verdict": verdict})
+    return pl.DataFrame(out, schema_overrides=rows.schema | {"verdict": pl.String}) if out else pl.DataFrame()
+
+
+def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per system (round 0): faults survived of those judged, unfinished and duplicated jobs, and
+    the faults that duplicated."""
+    out: dict[str, dict[str, Any]] = {}
+    if not v.height:
+        return out
+    for (system,), part in v.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
+        judged = part.filter(~pl.col("verdict").is_in([UNCHECKED, HARNESS]))
+        out[system] = {
+            "survived": judged.filter(pl.col("verdict") == OK).height, "judged": judged.height,
+            "faults": part.height, "unfinished": int(part["unfinished"].sum()),
+            "duplicates": int(part["duplicates"].sum()),
+            "duplicated_by": [r["fault"] for r in part.iter_rows(named=True) if r["duplicates"]],
+            "unfinished_by": [r["fault"] for r in part.iter_rows(named=True) if r["unfinished"]],
+            "harness": part.filter(pl.col("verdict") == HARNESS).height,
+        }
+    return out
+
+
+def cell_text(r: dict[str, Any]) -> str:
+    """What one system did under one fault, in a table cell."""
+    if r["verdict"] == UNCHECKED:
+        return "fault not verified"
+    if r["verdict"] == HARNESS:
+        return "control failed"
+    parts = []
+    if r["unfinished"]:
+        parts.append(f"{r['unfinished']:,} unfinished")
+    elif r["verdict"] == SLOW:
+        parts.append("not back to 90 %")
+    else:
+        parts.append(f"ok, {r['recovered_s']:.1f} s")
+    if r["duplicates"]:
+        parts.append(f"{r['duplicates']:,} twice")
+    if r["worker_exits"]:
+        parts.append(f"{r['worker_exits']} exit(s)")
+    return "; ".join(parts)
+
+
+def matrix(v: pl.DataFrame) -> Table:
+    """System x fault: what happened, round 0."""
+    if not v.height:
+        return Table([], columns=["system"])
+    first = v.filter(pl.col("round") == 0)
+    phases = list(dict.fromkeys(first["phase"].to_list()))
+    names = {r["phase"]: r["fault"] for r in first.iter_rows(named=True)}
+    rows = []
+    for (system,), part in first.group_by("system", maintain_order=True):
+        by = {r["phase"]: r for r in part.iter_rows(named=True)}
+        rows.append({"system": system, **{names[p].replace("_", " "): cell_text(by[p]) if p in by else "–"
+                                          for p in phases}})
+    return Table(rows, columns=["system", *(names[p].replace("_", " ") for p in phases)])
+
+
+def settings_table(cells: pl.DataFrame) -> Table:
+    """What each system ran: rate, fetch size and the settings its instances reported."""
+    import json
+
+    rows = []
+    for r in _ok_cells(cells).filter((pl.col("variant") == "faults") & (pl.col("round") == 0)).iter_rows(named=True):
+        said = json.loads(r["settings"] or "{}")
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(said.items()) if k not in ("workers", "batch_jobs", "consumers"))
+        rows.append({"system": r["system"], "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
+                     "reference jobs/s": f"{r['reference_jobs_s']:,.0f}",
+                     "fetch size": "default" if r["batch"] is None else str(r["batch"]),
+                     "settings it reported": shown or "–"})
+    return Table(rows)
+
+
+__all__ = ["HARNESS", "OK", "SLOW", "UNCHECKED", "UNFINISHED", "cell_text", "control_clean", "matrix",
+           "settings_table", "summary", "totals", "verdicts"]

@@ -1,0 +1,333 @@
+"""The chaos study: what each system does when a worker, its connections or its server break.
+
+Why: people choose a queue for its bad days, and the published cross-system chaos runs count
+lost jobs as a difference of rates, kill a `docker run` client instead of the worker, and watch
+for a minute when most systems rescue a dead worker's jobs after several. Here every job is
+counted by its sequence number (METHOD.md, rule 2): one cell is one system under one scenario
+(profile data: workload/scenario.py), its workers `instances` separate processes
+(workload/fleet.py) a fault can SIGKILL or SIGSTOP, a producer process at `load` x the system's
+measured capacity (below it, so a failure to recover is the fault's, not an overload's), and
+the faults of workload/faults.py, each checked (the killed PID and its backends gone).
+
+Each system runs the scenario twice per round: with its faults (`variant: faults`) and as the
+null-fault control (`variant: control`, the same phases with no fault), so an error of our
+adapter shows in the control and is never charged to the library. Systems run at their library
+defaults; the rescue settings in force are the ones each instance's hello and `work` reply say.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from benchlib import outputs, queues, timeline
+from benchlib import params as check
+from benchlib.errors import BenchError
+from benchlib.queues import instance
+from benchlib.results import Schema, load_profile, utc_now
+from benchlib.runner import Cell, Rows
+from benchlib.workload import engine, faults, fleet, scenario
+from benchlib.workload.scenario import Phase
+
+STUDY = "chaos"
+AXES = ("systems",)
+VARIANTS = ("faults", "control")
+MAX_INSTANCES = 8
+
+# The standard scenario (profiles/chaos.yaml repeats it as data; this is the notebook's default).
+DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
+    {"name": "warmup", "kind": "warmup", "seconds": 3},
+    {"name": "baseline", "kind": "load", "seconds": 5},
+    {"name": "kill", "kind": "fault", "seconds": 2, "fault": "kill_worker"},
+    {"name": "after_kill", "kind": "recover", "seconds": 5},
+    {"name": "drain", "kind": "drain", "seconds": 20},
+)
+
+
+def _reference_table(profile: str) -> dict[str, tuple[float, int | None]]:
+    """Per system on PostgreSQL: the capacity study's quoted rate (jobs/s) and the batch it ran at,
+    from its published files (not its code)."""
+    from benchlib.studies.capacity import analysis as capacity
+
+    where = outputs.for_profile(profile).data_dir
+    results, _ = load_profile(where, "capacity", profile, "results", stem="postgres")
+    steps, _ = load_profile(where, "capacity", profile, "steps", stem="postgres")
+    if results is None:
+        return {}
+    b = capacity.brackets(results, steps)
+    if not b.height:
+        return {}
+    return {r["system"]: (float(r["kept"]), r["batch"]) for r in b.iter_rows(named=True) if r["kept"]}
+
+
+def killable(backend: str) -> list[str]:
+    """The systems on `backend` that run as worker processes (not the log systems the harness ticks)."""
+    out = []
+    for name in queues.designs_on(backend):
+        try:
+            instance.as_process(name)
+        except BenchError:
+            continue
+        out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class Params:
+    backend: str = "postgres"
+    systems: tuple[str, ...] = ("skip_locked",)
+    instances: int = 2  # worker processes per system
+    workers: int = 2  # the library's concurrency in each (2 x 2: the capacity study's 4 consumers)
+    load: float = 0.6  # offered rate, x the reference (the system's measured capacity)
+    max_rate: float = 1000.0  # jobs/s at most, whatever the capacity
+    reference_jobs_s: float | None = None  # every system's reference rate; None: the capacity study's
+    capacity_profile: str = "standard"  # whose published capacity gives the reference
+    scenario: tuple = DEFAULT_SCENARIO
+    control: bool = True  # run the null-fault control beside each faults cell
+    rounds: int = 1
+    restart_after_s: float = 1.0  # the supervisor's pause before it starts an instance that exited
+    settings: dict[str, str] | None = None
+    pg_major: int | None = None
+
+    def __post_init__(self) -> None:
+        backend = check.one_of("backend", self.backend, ("postgres",))
+        names = check.names("systems", self.systems, killable(backend))
+        fixed = {
+            "backend": backend, "systems": names,
+            "instances": check.positive_int("instances", self.instances),
+            "workers": check.positive_int("workers", self.workers),
+            "load": check.positive_float("load", self.load),
+            "max_rate": check.positive_float("max_rate", self.max_rate),
+            "reference_jobs_s": None if self.reference_jobs_s is None else
+            check.positive_float("reference_jobs_s", self.reference_jobs_s),
+            "capacity_profile": check.one_of("capacity_profile", self.capacity_profile, outputs.PUBLISHED),
+            "rounds": check.positive_int("rounds", self.rounds),
+            "restart_after_s": check.non_negative_float("restart_after_s", self.restart_after_s),
+            "settings": check.settings("settings", self.settings),
+            "pg_major": check.pg_major(self.pg_major, backend),
+        }
+        if fixed["instances"] > MAX_INSTANCES:
+            raise BenchError(f"instances must be at most {MAX_INSTANCES}, got {fixed['instances']}")
+        phases = _checked(self.scenario, fixed["load"], fixed["instances"])
+        for key, value in fixed.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "scenario", tuple(scenario.as_data(phases)))
+        if self.reference_jobs_s is None:
+            known = _reference_table(self.capacity_profile)
+            missing = [s for s in self.systems if s not in known]
+            if missing:
+                raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's "
+                                 f"{self.capacity_profile} data: run `make report STUDY=capacity` or set reference_jobs_s")
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        """The scenario as phases, with each fault's options and their defaults."""
+        return _checked(self.scenario, self.load, self.instances)
+
+
+def _checked(raw: Any, load: float, instances: int) -> tuple[Phase, ...]:
+    """The scenario's phases, each fault's options checked against its phase and the fleet."""
+    out = []
+    for ph in scenario.parse(raw, load):
+        if ph.kind == "fault":
+            ph = replace(ph, options=faults.check(ph.fault, ph.options, ph.seconds, instances, f"scenario phase {ph.name!r}"))
+        out.append(ph)
+    return tuple(out)
+
+
+CELLS: Schema = {
+    "backend": (pl.String, "provision backend"),
+    "system": (pl.String, "system under test (queues.QUEUES)"),
+    "variant": (pl.String, "faults | control (the same phases, no fault)"),
+    "round": (pl.Int64, "0, 1, ...: each round runs every cell once"),
+    "server_major": (pl.Int64, "PostgreSQL major version of the server"),
+    "reference_jobs_s": (pl.Float64, "the capacity the rate is a multiple of (jobs/s)"),
+    "rate_jobs_s": (pl.Float64, "offered rate of the baseline (jobs/s)"),
+    "instances": (pl.Int64, "worker processes"),
+    "workers": (pl.Int64, "the library's concurrency in each"),
+    "batch": (pl.Int64, "fetch size asked for (null: the library's default)"),
+    "acked": (pl.Int64, "jobs the system acknowledged to the producer"),
+    "refused": (pl.Int64, "jobs whose enqueue failed (refused, never lost)"),
+    "handled_after_refusal": (pl.Int64, "handlings of jobs whose enqueue had failed (committed, reply lost)"),
+    "completed": (pl.Int64, "acknowledged jobs handled at least once by the end of the drain"),
+    "unfinished": (pl.Int64, "acknowledged jobs never handled by the end of the drain"),
+    "duplicates": (pl.Int64, "handlings past a job's first"),
+    "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up"),
+    "worker_exits": (pl.Int64, "instances that exited by themselves (the supervisor started them again)"),
+    "seconds": (pl.Float64, "the cell's phases, first to last"),
+    "settings": (pl.String, "JSON: the settings the instances reported (work reply), rescue settings among them"),
+    "hello": (pl.String, "JSON: what the system said of itself (version, settings in words)"),
+    "errors": (pl.String, "errors the instances and the producer reported (first few)"),
+    "error": (pl.String, "why the cell failed (null when it did not)"),
+    "started_at": (pl.String, "UTC"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+FAULT_ROWS: Schema = {
+    "system": (pl.String, ""),
+    "variant": (pl.String, ""),
+    "round": (pl.Int64, ""),
+    "rate_jobs_s": (pl.Float64, "offered rate of the baseline (jobs/s)"),
+    "phase": (pl.String, "the judged phase: a fault (in the control: the same phase without it)"),
+    "fault": (pl.String, "the fault (null in the control)"),
+    "started_s": (pl.Float64, "when the phase began, seconds from the first phase's start"),
+    "fault_s": (pl.Float64, "how long the fault was in force (the phase, with its enter and exit)"),
+    "window_s": (pl.Float64, "the phase and what followed until the next judged phase (or the drain)"),
+    "baseline_jobs_s": (pl.Float64, "completions per second in the baseline phases"),
+    "jobs": (pl.Int64, "the window's jobs: acknowledged before its end, not handled before its start, "
+                       "not an earlier window's"),
+    "refused": (pl.Int64, "jobs whose enqueue failed in the window"),
+    "stranded": (pl.Int64, "of `jobs`, those not handled by the window's end"),
+    "done_later": (pl.Int64, "of `stranded`, handled later (in a later window or the drain)"),
+    "unfinished": (pl.Int64, "of `jobs`, never handled by the end of the drain"),
+    "duplicates": (pl.Int64, "of `jobs`, handlings past each job's first"),
+    "first_completion_s": (pl.Float64, "from the fault's end to the next completion"),
+    "recovered_s": (pl.Float64, "from the fault's end to the end of the first second with >= 90 % of the baseline's completions"),
+    "longest_gap_s": (pl.Float64, "the longest time without a handling in the window"),
+    "last_done_s": (pl.Float64, "from the fault's end until the last of `jobs` was handled (null: some never were)"),
+    "worker_exits": (pl.Int64, "instances that exited by themselves in the window"),
+    "verified": (pl.String, "what the fault checked it did (a PID and its backends gone, ...)"),
+    "fault_ok": (pl.Boolean, "every effect of the fault was verified"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+SECONDS: Schema = {
+    "system": (pl.String, ""),
+    "variant": (pl.String, ""),
+    "round": (pl.Int64, ""),
+    "rate_jobs_s": (pl.Float64, "offered rate of the baseline (jobs/s)"),
+    "t_s": (pl.Float64, "start of the second, from the first phase's start"),
+    "phase": (pl.String, "the phase in force at the second's start"),
+    "acked": (pl.Int64, "jobs acknowledged in the second"),
+    "completed": (pl.Int64, "jobs handled for the first time in the second"),
+    "handlings": (pl.Int64, "every handling in the second, repeats included"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+TABLES = {"cells": CELLS, "faults": FAULT_ROWS, "seconds": SECONDS, timeline.TABLE: timeline.SCHEMA}
+
+
+def reference(p: Params, system: str) -> tuple[float, int | None]:
+    """The system's reference rate (jobs/s) and the batch its workers ask for."""
+    if p.reference_jobs_s is not None:
+        return p.reference_jobs_s, None
+    return _reference_table(p.capacity_profile)[system]
+
+
+def rate(p: Params, system: str) -> float:
+    return min(p.max_rate, p.load * reference(p, system)[0])
+
+
+def judged(p: Params) -> tuple[str, ...]:
+    return tuple(ph.name for ph in p.phases if ph.kind == "fault")
+
+
+# --- what the runner needs (runner.Study) ---------------------------------------------
+
+def stem(p: Params) -> str:
+    return p.backend + (f"__pg{p.pg_major}" if p.pg_major else "")
+
+
+def backend(p: Params) -> str:
+    return p.backend
+
+
+def settings(p: Params) -> dict[str, str]:
+    return dict(p.settings or {})
+
+
+def connections(p: Params) -> int:
+    """Each instance's connections (its workers', its own), the producer's, the harness's."""
+    return p.instances * (p.workers + 4) + 10
+
+
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {s: queues.describe(s) for s in p.systems}
+
+
+def max_jobs(p: Params) -> int:
+    return int(max(rate(p, s) for s in p.systems) * scenario.seconds(p.phases)) + 1
+
+
+def _code(system: str) -> tuple[str, ...]:
+    return (__file__, timeline.__file__, engine.__file__, faults.__file__, fleet.__file__, scenario.__file__,
+            *queues.code_files(system), instance.__file__)
+
+
+def cells(p: Params) -> list[Cell]:
+    variants = VARIANTS if p.control else VARIANTS[:1]
+    return [Cell({"system": s, "variant": v, "round": r, "rate_jobs_s": round(rate(p, s), 3)}, _code(s))
+            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1]) for v in variants]
+
+
+async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    name, variant = cell.parts["system"], cell.parts["variant"]
+    if getattr(target, "cluster", None) is None:
+        raise BenchError("the chaos study crashes and restarts its server: it needs a throwaway local server "
+                         "(unset BENCH_PG_DSN)")
+    if "server_major" not in state:
+        conn = await target.connect()
+        try:
+            state["server_major"] = int(await conn.fetchval("SHOW server_version_num")) // 10000
+        finally:
+            await conn.close()
+    ref, batch = reference(p, name)
+    phases = p.phases if variant == "faults" else scenario.without_faults(p.phases)
+    scale = cell.parts["rate_jobs_s"] / (p.load * ref)  # 1, or less where max_rate caps the offered rate
+    plan = engine.CellPlan(phases, ref * scale, p.instances, p.workers, batch, p.restart_after_s, judged(p))
+    system = instance.as_process(name)()
+    started_at = utc_now()
+    ran = await engine.run_cell(system, target, plan, timeline.mark)
+    jobs = engine.Jobs.of(ran.ledger)
+    first, count = jobs.first_and_count()
+    common = {"system": name, "variant": variant, "round": cell.parts["round"]}
+    fault_rows = [common | r for r in engine.account(jobs, ran.spans, plan.judged, ran.refused_ns, ran.exits,
+                                                     ran.start_ns, ran.end_ns)]
+    series = engine.per_second(jobs, ran.start_ns, ran.end_ns)
+    bounds = [(s.start_ns - ran.start_ns, s.phase.name) for s in ran.spans]
+    seconds = [common | {"t_s": float(t), "phase": _phase_at(t, bounds), "acked": int(a), "completed": int(c),
+                         "handlings": int(h)}
+               for t, a, c, h in zip(series["t_s"], series["acked"], series["completed"], series["handlings"])]
+    errors = ran.errors + ran.producer_errors
+    row = {
+        "backend": p.backend, **common, "server_major": state["server_major"], "reference_jobs_s": ref,
+        "rate_jobs_s": cell.parts["rate_jobs_s"], "instances": p.instances, "workers": p.workers, "batch": batch,
+        "acked": len(jobs.acked_seq), "refused": len(ran.refused_ns), "handled_after_refusal": jobs.unknown() + ran.unmapped,
+        "completed": int((first >= 0).sum()), "unfinished": int((first < 0).sum()),
+        "duplicates": int((count[count > 1] - 1).sum()), "drained": ran.drained, "worker_exits": len(ran.exits),
+        "seconds": (ran.end_ns - ran.start_ns) / 1e9, "settings": json.dumps(ran.settings, sort_keys=True),
+        "hello": json.dumps(ran.hello, sort_keys=True), "errors": " | ".join(dict.fromkeys(errors))[:2000] or None,
+        "started_at": started_at,
+    }
+    step()
+    return {"cells": [row], "faults": fault_rows, "seconds": seconds}
+
+
+def _phase_at(t_ns: float, bounds: list[tuple[int, str]]) -> str:
+    name = bounds[0][1]
+    for start, ph in bounds:
+        if t_ns * 1e9 >= start:
+            name = ph
+    return name
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    return {"cells": [{"backend": p.backend, "system": cell.parts["system"], "variant": cell.parts["variant"],
+                       "round": cell.parts["round"], "rate_jobs_s": cell.parts["rate_jobs_s"], "error": reason}]}
+
+
+def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
+    """Nothing carries from one cell to the next."""
+
+
+async def finish(p: Params, target: Any, state: dict) -> None:
+    """The server is ours and thrown away: nothing to clean."""
+
+
+__all__ = ["AXES", "DEFAULT_SCENARIO", "Params", "STUDY", "TABLES", "cells", "measure"]

@@ -1,0 +1,92 @@
+"""The chaos study's part of the report: its findings, scorecard column and page."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from benchlib.findings import Finding, names
+from benchlib.studies.chaos import analysis, charts
+
+TITLE = "Chaos: what each system does when a worker, its connections or its server break"
+PLACE = 6
+QUESTION = "Which systems finish every job, once, after a worker is killed or paused and after the server crashes?"
+KEY_CHART = "chaos_timelines"
+SURVIVED = "chaos: faults survived"
+
+
+def _verdicts(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    return analysis.verdicts(tables["cells"], tables["faults"])
+
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """Faults survived of those judged, counted by seq: '6/7, 0 unfinished, 12 twice (pause)'."""
+    out = {}
+    for system, r in analysis.summary(_verdicts(tables)).items():
+        text = f"{r['survived']}/{r['judged']}, {r['unfinished']:,} unfinished"
+        if r["duplicates"]:
+            text += f", {r['duplicates']:,} twice ({', '.join(dict.fromkeys(f.replace('_', ' ') for f in r['duplicated_by']))})"
+        out[system] = {SURVIVED: text}
+    return out
+
+
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """Who survived every fault; who left jobs unfinished, and after which fault; who ran jobs twice."""
+    v = _verdicts(tables)
+    summary = analysis.summary(v)
+    if not summary:
+        return []
+    out = []
+    n = len(summary)
+    all_ok = [s for s, r in summary.items() if r["judged"] and r["survived"] == r["faults"]]
+    faults = max(r["faults"] for r in summary.values())
+    out.append(Finding("chaos", "{ok} of {n} systems survived all {f} faults, every acknowledged job handled: {who}.",
+                       {"ok": len(all_ok), "n": n, "f": faults, "who": names(all_ok) if all_ok else "none"},
+                       interval="one run per system", cells=tuple(f"postgres/{s}" for s in summary)))
+    crash = v.filter((pl.col("fault") == "server_crash") & (pl.col("round") == 0)) if v.height else v
+    if crash.height:
+        kept = [r["system"] for r in crash.iter_rows(named=True) if r["verdict"] == analysis.OK]
+        out.append(Finding("chaos", "After a server crash (SIGKILL, WAL replay), {kept} of {n} systems handled every job "
+                           "they had acknowledged.", {"kept": len(kept), "n": crash.height},
+                           cells=tuple(f"postgres/{s}" for s in crash["system"]), answers="no_loss",
+                           short="{who} (every acknowledged job handled after a server crash)."
+                           .replace("{who}", names(kept) if kept else "none")))
+    left = {s: r for s, r in summary.items() if r["unfinished"]}
+    if left:
+        out.append(Finding("chaos", "{who} left jobs unfinished when the cell ended, after {faults}.",
+                           {"who": names(list(left)),
+                            "faults": names(list(dict.fromkeys(f.replace("_", " ") for r in left.values()
+                                                               for f in r["unfinished_by"])))},
+                           cells=tuple(f"postgres/{s}" for s in left)))
+    twice = {s: r for s, r in summary.items() if r["duplicates"]}
+    if twice:
+        out.append(Finding("chaos", "{who} ran some jobs twice, after {faults}: at-least-once delivery.",
+                           {"who": names(list(twice)),
+                            "faults": names(list(dict.fromkeys(f.replace("_", " ") for r in twice.values()
+                                                               for f in r["duplicated_by"])))},
+                           cells=tuple(f"postgres/{s}" for s in twice)))
+    return out
+
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
+    rounds = tables["cells"]["round"].n_unique() if tables["cells"].height else 0
+    return "Each system ran the scenario once, so this study measures no run-to-run spread." if rounds == 1 else None
+
+
+def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
+            other: Callable[..., dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
+    cells, faults = tables["cells"], tables["faults"]
+    v = _verdicts(tables)
+    params = manifests[0]["params"] if manifests else {}
+    return {
+        "figures": {"chaos_timelines": figure("chaos_timelines", charts.timelines(tables["seconds"], faults, v))},
+        "matrix": analysis.matrix(v).markdown(),
+        "settings": analysis.settings_table(cells).markdown(),
+        "scenario": params.get("scenario") or [],
+        "params": params,
+        "harness": [s for s, r in analysis.summary(v).items() if r["harness"]],
+        "errors": cells.filter(pl.col("error").is_not_null()).select("system", "variant", "error").rows(named=True),
+    }

@@ -1,0 +1,363 @@
+"""One cell engine: a scenario's phases run against a fleet of worker processes, counted by seq.
+
+Why: a study that breaks things (chaos) or presses on them (pressure) needs the same loop: a
+producer at a rate taken from the scenario, workers that can be killed, the faults entered and
+exited on time, a drain, and every job accounted for by its sequence number. `run_cell` owns
+that loop, so a new scenario is profile data (scenario.py) and a new fault one hook (faults.py).
+
+- The producer is a process of the system too (its process form, named `chaos-producer`): the
+  application that enqueues is not the worker that is killed. It is paced open-loop
+  (pacing.produce), one schedule per run of phases at the same rate. An enqueue the system
+  refuses (its server is down, its backend was terminated) is counted as refused, never as lost,
+  and the producer goes on: its due jobs go out when the system takes them again, each with its
+  own intended instant. A producer process that died is started again.
+- The workers are fleet.Fleet's instances; faults act on them through faults.Context.
+- The drain stops the producer and waits until every acknowledged job was handled, or its time.
+
+`account` is the reading of a finished cell, pure over its arrays (tested on fakes): per judged
+phase (a fault and the phases until the next fault), the jobs acknowledged in it, those still
+unhandled at its end (stranded), those handled later, those never handled by the end of the
+drain, the handlings past the first (duplicates), refused enqueues, and how soon completions
+came back after the fault's end.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchlib.measure import now_ns
+from benchlib.queues.jsonlines import AdapterError
+from benchlib.workload import faults as fault_hooks
+from benchlib.workload import pacing
+from benchlib.workload.fleet import Fleet, with_app
+from benchlib.workload.ledger import Ledger
+from benchlib.workload.scenario import Phase
+
+PRODUCER_APP = "chaos-producer"
+REFUSED_PAUSE_S = 0.05  # after a refused enqueue: the producer does not spin on a server that is down
+DRAIN_POLL_S = 0.25
+RECOVERED_SHARE = 0.9  # "recovered": a second with at least this share of the baseline's completion rate
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    phases: tuple[Phase, ...]
+    reference_jobs_s: float  # each phase's rate multiplies this
+    instances: int
+    workers: int  # per instance
+    batch: int | None
+    restart_after_s: float = 1.0
+    judged: tuple[str, ...] = ()  # phases whose consequences are accounted (a scenario's faults, in the control too)
+
+
+@dataclass
+class Span:
+    """A phase as it ran: monotonic ns, and its fault's verification."""
+
+    phase: Phase
+    start_ns: int
+    end_ns: int
+    checked: list[str] = field(default_factory=list)
+    ok: bool = True
+
+
+@dataclass
+class Ran:
+    """A finished cell: its ledger, phases as they ran, and what the producer and fleet saw."""
+
+    ledger: Ledger
+    spans: list[Span]
+    start_ns: int
+    end_ns: int
+    refused_ns: list[int] = field(default_factory=list)  # one per refused job: when its enqueue failed
+    producer_errors: list[str] = field(default_factory=list)
+    exits: list[tuple[int, int, int | None]] = field(default_factory=list)  # (instance, ns, exit code)
+    errors: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    hello: dict[str, Any] = field(default_factory=dict)
+    drained: bool = False
+    unmapped: int = 0  # handlings by an id no acknowledged enqueue returned (its reply lost, its insert committed)
+
+
+class ById:
+    """Handlings a worker reported by the system's id (CONTRACT.md, handled_ids), mapped to seqs
+    through the ids the producer's enqueues returned: a handling can arrive before the reply
+    that names its id, so the unmapped wait for the next `resolve`."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.pending: list[tuple[Any, int]] = []
+        self.seq_of: dict[Any, int] = {}
+        self.seen_batches = 0
+
+    def handled(self, key: Any, t_ns: int) -> None:
+        self.pending.append((key, t_ns))
+
+    def resolve(self) -> int:
+        """Record what can be mapped now; how many handlings are still unmapped."""
+        batches = self.ledger.batches
+        for b in batches[self.seen_batches:]:
+            self.seq_of.update((key, b.start + i) for i, key in enumerate(b.ids))
+        self.seen_batches = len(batches)
+        left = []
+        for key, t_ns in self.pending:
+            seq = self.seq_of.get(self.ledger._str_ids.get(key, key) if isinstance(key, str) else key)
+            if seq is None:
+                left.append((key, t_ns))
+            else:
+                self.ledger.handled_one(seq, t_ns)
+        self.pending = left
+        return len(left)
+
+
+class Producer:
+    """The system's enqueueing process: enqueue_many that counts a refusal instead of raising."""
+
+    def __init__(self, system: Any, target: Any, ran: Ran) -> None:
+        self.system, self.ran = system, ran
+        self.target = dataclasses.replace(target, dsn=with_app(target.dsn, PRODUCER_APP))
+        self.stack = contextlib.AsyncExitStack()
+        self.session: Any = None
+
+    async def open(self) -> Any:
+        if self.session is None or self.session.gone:
+            await self.stack.aclose()
+            self.stack = contextlib.AsyncExitStack()
+            self.session = await self.stack.enter_async_context(self.system.session(self.target))
+        return self.session
+
+    async def enqueue_many(self, payloads: Sequence[str]) -> list[Any]:
+        try:
+            return await (await self.open()).enqueue_many(payloads)
+        except (AdapterError, OSError) as err:
+            t = now_ns()
+            self.ran.refused_ns += [t] * len(payloads)
+            if len(self.ran.producer_errors) < 100:
+                self.ran.producer_errors.append(str(err)[:300])
+            await asyncio.sleep(REFUSED_PAUSE_S)
+            return []
+
+    async def close(self) -> None:
+        await self.stack.aclose()
+
+
+def _runs(phases: Sequence[Phase]) -> list[list[int]]:
+    """Consecutive loaded phases at one rate: each such run is one producer schedule."""
+    out: list[list[int]] = []
+    for i, ph in enumerate(phases):
+        if not ph.loaded:
+            continue
+        if out and out[-1][-1] == i - 1 and phases[out[-1][-1]].rate == ph.rate:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[..., None]) -> Ran:
+    """Install the system afresh, run the phases, drain, stop everything; the cell as it ran."""
+    ledger = Ledger(by_seq=True)
+
+    def handled(seq: int, t_ns: int | None = None) -> None:
+        ledger.handled_one(seq, t_ns or now_ns())
+
+    by_id = ById(ledger)
+    ran = Ran(ledger=ledger, spans=[], start_ns=0, end_ns=0)
+    producer = Producer(system, target, ran)
+    fleet = Fleet(system, target, plan.instances, plan.workers, plan.batch, handled, mark, plan.restart_after_s,
+                  handled_id=by_id.handled)
+    ctx = fault_hooks.Context(fleet, target, mark)
+    starts = {run[0]: run for run in _runs(plan.phases)}
+    sending: tuple[asyncio.Event, asyncio.Task] | None = None
+    out = pacing.Producers()
+
+    async def stop_sending() -> None:
+        nonlocal sending
+        if sending is not None:
+            sending[0].set()
+            await sending[1]
+            sending = None
+
+    try:
+        await (await producer.open()).install()
+        await fleet.start_all()
+        await ctx.monitor()  # opened before any fault: connection_exhaustion leaves no slot for it
+        ran.start_ns = now_ns()
+        for i, ph in enumerate(plan.phases):
+            start = now_ns()
+            mark("phase", ph.name, f"{ph.kind}" + (f", {ph.rate:g} x {plan.reference_jobs_s:.4g} jobs/s" if ph.rate else ""))
+            if i in starts:
+                await stop_sending()
+                stop = asyncio.Event()
+                task = asyncio.create_task(pacing.produce(producer.enqueue_many, ledger, ph.rate * plan.reference_jobs_s,
+                                                          start, stop, out))
+                sending = (stop, task)
+            elif not ph.loaded:
+                await stop_sending()
+            span = Span(ph, start, start)
+            hook = fault_hooks.make(ph.fault, ph.options) if ph.kind == "fault" else None
+            try:
+                if hook is not None:
+                    mark("fault", ph.fault, "enter")
+                    await hook.enter(ctx)
+                if ph.kind == "drain":
+                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9))
+                else:
+                    await asyncio.sleep(max(0.0, (start + ph.seconds * 1e9 - now_ns()) / 1e9))
+                    if sending is not None and sending[1].done():
+                        sending[1].result()  # the producer's own failure (not a refusal) ends the cell
+            finally:
+                if hook is not None:
+                    await hook.exit(ctx)
+                    mark("fault", ph.fault, "exit")
+                    span.checked, span.ok = hook.checked, hook.ok
+            span.end_ns = now_ns()
+            ran.spans.append(span)
+        ran.end_ns = now_ns()
+    finally:
+        if sending is not None:
+            sending[0].set()
+            with contextlib.suppress(Exception):
+                await sending[1]
+        await fleet.close()
+        await producer.close()
+        await ctx.close()
+    ran.unmapped = by_id.resolve()
+    ran.exits = [(i, int(t * 1e9), code) for i, t, code in fleet.exits]
+    ran.errors, ran.settings, ran.hello = fleet.errors, fleet.settings, fleet.hello
+    return ran
+
+
+async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int) -> bool:
+    """Wait until every acknowledged job was handled at least once, or the deadline."""
+    while True:
+        by_id.resolve()
+        acked = {s for b in ledger.batches for s in range(b.start, b.start + len(b.ids))}
+        if acked <= ledger.seen:
+            return True
+        if now_ns() >= deadline_ns:
+            return False
+        await asyncio.sleep(DRAIN_POLL_S)
+
+
+# --- the reading: by seq, per judged phase ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Jobs:
+    """A cell's jobs as arrays: acknowledged seqs and when; every handling (seq, when)."""
+
+    acked_seq: np.ndarray
+    acked_ns: np.ndarray
+    handled_seq: np.ndarray
+    handled_ns: np.ndarray
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> Jobs:
+        seqs, acked = [], []
+        for b in ledger.batches:
+            seqs.extend(range(b.start, b.start + len(b.ids)))
+            acked.extend([b.acked_ns] * len(b.ids))
+        keys = np.frombuffer(ledger.handled_keys, np.int64) if ledger.handled_keys else np.empty(0, np.int64)
+        times = np.frombuffer(ledger.handled_at, np.int64) if ledger.handled_at else np.empty(0, np.int64)
+        return cls(np.asarray(seqs, np.int64), np.asarray(acked, np.int64), keys.copy(), times.copy())
+
+    def first_and_count(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per acknowledged job: its first handling (ns, -1 when never) and how often it was handled."""
+        n = len(self.acked_seq)
+        order = np.argsort(self.acked_seq)
+        pos = np.searchsorted(self.acked_seq[order], self.handled_seq)
+        pos = np.minimum(pos, max(n - 1, 0))
+        hit = (self.acked_seq[order][pos] == self.handled_seq) if n else np.zeros(len(self.handled_seq), bool)
+        idx = order[pos[hit]]
+        count = np.bincount(idx, minlength=n)
+        first = np.full(n, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(first, idx, self.handled_ns[hit])
+        first[first == np.iinfo(np.int64).max] = -1
+        return first, count
+
+    def unknown(self) -> int:
+        """Handlings of seqs no acknowledgement covers (an enqueue that failed after its commit)."""
+        return int(np.count_nonzero(~np.isin(self.handled_seq, self.acked_seq)))
+
+
+def per_second(jobs: Jobs, start_ns: int, end_ns: int) -> dict[str, np.ndarray]:
+    """Per second of the cell: jobs acknowledged, first handlings (completions), all handlings."""
+    edges = np.arange(start_ns, end_ns + 1_000_000_000, 1_000_000_000, dtype=np.int64)
+    first, _ = jobs.first_and_count()
+    return {"t_s": (edges[:-1] - start_ns) / 1e9,
+            "acked": np.histogram(jobs.acked_ns, edges)[0],
+            "completed": np.histogram(first[first >= 0], edges)[0],
+            "handlings": np.histogram(jobs.handled_ns, edges)[0]}
+
+
+def account(jobs: Jobs, spans: Sequence[Span], judged: Sequence[str], refused_ns: Sequence[int],
+            exits: Sequence[tuple[int, int, int | None]], start_ns: int, end_ns: int) -> list[dict[str, Any]]:
+    """One row per judged phase, its window running to the next judged phase's start (the last's:
+    to the drain's start): what became of its jobs, counted by seq. A window's jobs are those
+    acknowledged before it ends and not handled before it began (so a job a killed worker held
+    since the baseline is the kill's), unless an earlier window counted them."""
+    first, count = jobs.first_and_count()
+    by_name = {s.phase.name: s for s in spans}
+    marks = [by_name[n] for n in judged if n in by_name]
+    loads = [s for s in spans if s.phase.kind == "load" and s.phase.name not in judged]
+    base_s = sum((s.end_ns - s.start_ns) for s in loads) / 1e9
+    base_done = sum(int(np.count_nonzero((first >= s.start_ns) & (first < s.end_ns))) for s in loads)
+    baseline = base_done / base_s if base_s > 0 else None
+    drain = next((s for s in spans if s.phase.kind == "drain"), None)
+    refused = np.asarray(refused_ns, np.int64)
+    assigned = np.full(len(first), -1)
+    rows = []
+    for k, span in enumerate(marks):
+        until = marks[k + 1].start_ns if k + 1 < len(marks) else (drain.start_ns if drain else end_ns)
+        # its jobs: acknowledged before its window ends and not handled before it began, unless an
+        # earlier window counted them already (a job stranded by one fault stays that fault's)
+        mine = (assigned < 0) & (jobs.acked_ns < until) & ((first < 0) | (first >= span.start_ns))
+        assigned[mine] = k
+        unhandled_at_end = mine & ((first < 0) | (first >= until))
+        later = unhandled_at_end & (first >= 0)
+        after = np.sort(first[(first >= span.end_ns)])
+        gaps_from = np.sort(jobs.handled_ns[(jobs.handled_ns >= span.start_ns) & (jobs.handled_ns < until)])
+        edges = np.concatenate(([span.start_ns], gaps_from, [until]))
+        recovered = _recovered_after(first, span.end_ns, until, baseline)
+        rows.append({
+            "phase": span.phase.name, "fault": span.phase.fault,
+            "started_s": (span.start_ns - start_ns) / 1e9, "baseline_jobs_s": baseline, "fault_s": (span.end_ns - span.start_ns) / 1e9, "window_s": (until - span.start_ns) / 1e9,
+            "jobs": int(mine.sum()),
+            "refused": int(np.count_nonzero((refused >= span.start_ns) & (refused < until))),
+            "stranded": int(unhandled_at_end.sum()),
+            "done_later": int(later.sum()),
+            "unfinished": int(np.count_nonzero(mine & (first < 0))),
+            "duplicates": int(np.maximum(count[mine] - 1, 0).sum()),
+            "first_completion_s": (after[0] - span.end_ns) / 1e9 if len(after) else None,
+            "recovered_s": recovered,
+            "longest_gap_s": float(np.diff(edges).max()) / 1e9,
+            "worker_exits": sum(1 for _, t, _ in exits if span.start_ns <= t < until),
+            "verified": "; ".join(span.checked) or None,
+            "fault_ok": span.ok,
+            "last_done_s": (float(first[mine].max()) - span.end_ns) / 1e9 if mine.any() and (first[mine] >= 0).all() else None,
+        })
+    return rows
+
+
+def _recovered_after(first: np.ndarray, from_ns: int, until_ns: int, baseline: float | None) -> float | None:
+    """Seconds from `from_ns` to the end of the first whole second (sliding, 100 ms steps) with at
+    least RECOVERED_SHARE of the baseline's completions; None when none before `until_ns`."""
+    if not baseline:
+        return None
+    done = np.sort(first[(first >= from_ns) & (first < until_ns)])
+    need = RECOVERED_SHARE * baseline
+    step, width = 100_000_000, 1_000_000_000
+    for t in range(from_ns, until_ns - width + 1, step):
+        n = np.searchsorted(done, t + width) - np.searchsorted(done, t)
+        if n >= need:
+            return (t + width - from_ns) / 1e9
+    return None
+
+
+__all__ = ["CellPlan", "Jobs", "Ran", "Span", "account", "per_second", "run_cell"]

@@ -1,0 +1,129 @@
+"""The chaos study's rules on fakes: scenarios and faults checked before anything runs, the
+accounting by seq per fault window, and the verdicts (no database)."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchlib.errors import BenchError
+from benchlib.studies.chaos import analysis
+from benchlib.studies.chaos.measure import Params
+from benchlib.workload import engine, faults, scenario
+from benchlib.workload.scenario import Phase
+
+S = 1_000_000_000
+BASE = [{"name": "warmup", "kind": "warmup", "seconds": 1}, {"name": "base", "kind": "load", "seconds": 2}]
+DRAIN = [{"name": "drain", "kind": "drain", "seconds": 5}]
+
+
+def test_a_scenario_is_checked_in_one_place():
+    phases = scenario.parse([*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker"},
+                             {"name": "r", "kind": "recover", "seconds": 3, "rate": 0.5}, *DRAIN], 0.6)
+    assert [p.rate for p in phases] == [0.6, 0.6, 0.6, 0.5, None]
+    control = scenario.without_faults(phases)
+    assert [p.kind for p in control] == ["warmup", "load", "load", "recover", "drain"]
+    assert [p.name for p in control] == [p.name for p in phases] and control[2].fault is None
+
+
+@pytest.mark.parametrize("raw, says", [
+    ([{"name": "b", "kind": "load", "seconds": 2}, *DRAIN], "starts with one warmup"),
+    ([*BASE], "ends with one drain"),
+    ([BASE[0], *DRAIN], "needs a `load` phase"),
+    ([*BASE, {"name": "base", "kind": "recover", "seconds": 2}, *DRAIN], "used twice"),
+    ([*BASE, {"name": "x", "kind": "burst", "seconds": 2}, *DRAIN], "unknown kind 'burst'"),
+    ([*BASE, {"name": "x", "kind": "load", "seconds": 0.5}, *DRAIN], "one sample"),
+    ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "rate": 0}, *DRAIN], "multiple > 0"),
+    ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "only a fault phase"),
+    ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "every": 1}, *DRAIN], "unknown key 'every'"),
+    ("warmup", "must be a list"),
+])
+def test_a_bad_scenario_is_a_one_line_error(raw, says):
+    with pytest.raises(BenchError, match=says) as err:
+        scenario.parse(raw, 1.0)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("fault, options, says", [
+    ("meteor", {}, "unknown fault 'meteor'"),
+    ("kill_worker", {"instance": 2}, "instance 2 does not exist: the fleet has 2"),
+    ("repeated_kill", {"every_s": 10}, "at most the phase's 5 s"),
+    ("backend_kill", {"instance": 0}, "has no option 'instance'"),
+    ("pause_worker", {"instance": "x"}, "must be a number"),
+])
+def test_a_bad_fault_is_a_one_line_error(fault, options, says):
+    with pytest.raises(BenchError, match=says):
+        faults.check(fault, options, 5.0, 2, "phase 'x'")
+
+
+def test_params_check_the_scenario_s_faults_before_any_server():
+    bad = [*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker", "instance": 3}, *DRAIN]
+    with pytest.raises(BenchError, match="instance 3 does not exist"):
+        Params(systems=["skip_locked"], reference_jobs_s=10, scenario=bad)
+    with pytest.raises(BenchError, match="instances must be at most"):
+        Params(systems=["skip_locked"], reference_jobs_s=10, instances=99)
+    with pytest.raises(BenchError, match="unknown system 'pgq'"):
+        Params(systems=["pgq"], reference_jobs_s=10)  # a log system has no worker processes
+
+
+def _span(name: str, kind: str, start: float, end: float, fault: str | None = None) -> engine.Span:
+    return engine.Span(Phase(name, kind, end - start, 1.0, fault), int(start * S), int(end * S))
+
+
+def _jobs(acked: list[float], handled: list[tuple[int, float]]) -> engine.Jobs:
+    return engine.Jobs(np.arange(len(acked), dtype=np.int64), (np.asarray(acked) * S).astype(np.int64),
+                       np.asarray([s for s, _ in handled], np.int64),
+                       (np.asarray([t for _, t in handled]) * S).astype(np.int64))
+
+
+def test_each_fault_window_counts_its_jobs_by_seq():
+    """Job 0: done in the baseline (no window's). Job 1: acknowledged in the baseline and held by
+    the killed worker: the kill's, handled late (stranded, done later). Job 2: the kill's, done in
+    time. Job 3: the pause's, handled twice. Job 4: the pause's, never handled (unfinished)."""
+    spans = [_span("base", "load", 0, 10), _span("kill", "fault", 10, 12, "kill_worker"),
+             _span("after", "recover", 12, 20), _span("pause", "fault", 20, 22, "pause_worker"),
+             _span("after2", "recover", 22, 30), _span("drain", "drain", 30, 40)]
+    jobs = _jobs([1, 9, 11, 21, 25], [(0, 2), (1, 25), (2, 11.5), (3, 23), (3, 26)])
+    rows = engine.account(jobs, spans, ["kill", "pause"], refused_ns=[int(21 * S)] * 3, exits=[(0, int(11 * S), 9)],
+                          start_ns=0, end_ns=int(40 * S))
+    kill, pause = rows
+    assert (kill["jobs"], kill["stranded"], kill["done_later"], kill["unfinished"], kill["duplicates"]) == (2, 1, 1, 0, 0)
+    assert (pause["jobs"], pause["stranded"], pause["unfinished"], pause["duplicates"]) == (2, 1, 1, 1)
+    assert (kill["refused"], pause["refused"], kill["worker_exits"], pause["worker_exits"]) == (0, 3, 1, 0)
+    assert kill["first_completion_s"] == pytest.approx(23 - 12)  # the next first handling after the fault: job 3
+    assert pause["last_done_s"] is None  # one of its jobs never came
+    assert kill["baseline_jobs_s"] == pytest.approx(0.1)  # one first handling in the 10 s baseline
+
+
+def test_unknown_handlings_are_enqueues_that_failed_after_their_commit():
+    jobs = engine.Jobs(np.asarray([0, 1]), np.asarray([S, S]), np.asarray([0, 1, 7]), np.asarray([2 * S, 2 * S, 3 * S]))
+    assert jobs.unknown() == 1
+    first, count = jobs.first_and_count()
+    assert first.tolist() == [2 * S, 2 * S] and count.tolist() == [1, 1]
+
+
+def _cells(**control) -> pl.DataFrame:
+    base = {"system": "x", "round": 0, "error": None, "unfinished": 0, "duplicates": 0, "refused": 0, "worker_exits": 0}
+    return pl.DataFrame([base | {"variant": "faults"}, base | {"variant": "control"} | control])
+
+
+def _faults(**row) -> pl.DataFrame:
+    base = {"system": "x", "variant": "faults", "round": 0, "phase": "k", "fault": "kill_worker", "fault_ok": True,
+            "unfinished": 0, "duplicates": 0, "recovered_s": 1.0, "worker_exits": 0}
+    return pl.DataFrame([base | row])
+
+
+@pytest.mark.parametrize("cells, row, verdict", [
+    (_cells(), {}, analysis.OK),
+    (_cells(), {"duplicates": 3}, analysis.OK),  # at-least-once: counted beside, not a failure
+    (_cells(), {"unfinished": 2}, analysis.UNFINISHED),
+    (_cells(), {"recovered_s": None}, analysis.SLOW),
+    (_cells(), {"fault_ok": False, "unfinished": 2}, analysis.UNCHECKED),
+    (_cells(duplicates=1), {"unfinished": 2}, analysis.HARNESS),  # the control failed: not the library's
+])
+def test_verdicts(cells, row, verdict):
+    v = analysis.verdicts(cells, _faults(**row))
+    assert v["verdict"].to_list() == [verdict]
+    s = analysis.summary(v)["x"]
+    assert s["survived"] == (verdict == analysis.OK)
+    assert s["judged"] == (0 if verdict in (analysis.UNCHECKED, analysis.HARNESS) else 1)

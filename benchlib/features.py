@@ -28,6 +28,7 @@ FEATURES: dict[str, str] = {
     "retries_with_backoff": "retries, backoff",
     "scheduled_or_cron": "scheduled / cron",
     "dead_letter": "dead letter",
+    "rescue_dead_worker": "rescue of a dead worker's jobs",
     "unique_or_dedup": "unique / dedup",
     "rate_limiting": "rate limit",
     "listen_notify_wakeup": "LISTEN/NOTIFY wakeup",

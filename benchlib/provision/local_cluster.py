@@ -418,21 +418,23 @@ class LocalCluster:
         finally:
             _libc.prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
-    def shut_down(self, timeout: float = 60.0) -> None:
+    def shut_down(self, timeout: float = 60.0) -> bool:
         """A fast shutdown (SIGINT: sessions ended, a shutdown checkpoint written), as an operator's
         `pg_ctl stop -m fast` or a clean restart does; past `timeout`, crash(). The data directory
-        stays for `launch()`."""
+        stays for `launch()`. Whether it was clean."""
         proc = self.proc
         if proc is None or proc.poll() is not None:
             self.proc = None
-            return
+            return True
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=timeout)
             self.proc = None
+            return True
         except subprocess.TimeoutExpired:
             self.crash()
+            return False
 
     def stop(self) -> None:
         """halt(), then remove the directory.

@@ -8,12 +8,19 @@ exactly as it drives River or pg-boss: `python -m benchlib.queues.instance <name
 - worker kind (procrastinate, pgqueuer, awa, chancy, absurd): one `session(target)` for the
   process; `work` runs the library's own `session.work` with a handler that reports each job
   by its seq. What the library does on a lost connection is its result: nothing here retries
-  around its loop; if its loop raises, that is an error event and `stop` still answers.
+  around its loop. If its loop raises, or ends while it was to keep working, the process
+  says so in an error event and exits, as the library's own worker process would; the
+  harness's fleet, like a supervisor, starts a new one.
 - pull kind (skip_locked, pgmq, pgqrs, ...): C consumer loops, each on its own connection,
-  dequeue(B) -> ack(ids), a job counted as handled when its ack returned (as the harness's own
-  pull driver counts it). A consumer whose connection fails (server restarted, backend
-  terminated) says so in an error event and reconnects after a short back-off until `stop`,
-  so a chaos test sees the system recover, or not, rather than the process dying.
+  dequeue(B) -> report (the no-op handler ran) -> ack(ids), as a worker library runs its
+  handler before it marks a job done. A consumer whose connection fails (server restarted,
+  backend terminated) says so in an error event and reconnects after a short back-off until
+  `stop`, as a consumer loop in production would, so a chaos test sees the system recover,
+  or not. A job whose dequeue returns no payload (pgmq's, pgqrs's) and that another process
+  enqueued is reported by its id (`handled_ids`), which the harness maps to its seq.
+- BENCH_HANDLED_SYNC=1 (the chaos study's fleet sets it): each report is written before the
+  handler returns instead of batched, so a SIGKILL never takes away the report of a job the
+  system went on to mark done.
 
 The DSN is handed to the libraries unchanged, so what its query string carries
 (`application_name=...`) reaches every connection: asyncpg turns unknown query parameters

@@ -229,7 +229,7 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
         await producer.close()
         await ctx.close()
     ran.unmapped = by_id.resolve()
-    ran.exits = [(i, int(t * 1e9), code) for i, t, code in fleet.exits]
+    ran.exits = list(fleet.exits)
     ran.errors, ran.settings, ran.hello = fleet.errors, fleet.settings, fleet.hello
     return ran
 
@@ -281,6 +281,21 @@ class Jobs:
         first[first == np.iinfo(np.int64).max] = -1
         return first, count
 
+    def until(self, end_ns: int) -> Jobs:
+        """The same jobs with the handlings up to `end_ns` only (the drain's end: what came while
+        the fleet stopped is not counted as done in time)."""
+        keep = self.handled_ns <= end_ns
+        return Jobs(self.acked_seq, self.acked_ns, self.handled_seq[keep], self.handled_ns[keep])
+
+    def repeat_ns(self) -> np.ndarray:
+        """When each handling past a job's first happened (an acknowledged job's)."""
+        known = np.isin(self.handled_seq, self.acked_seq)
+        seq, t = self.handled_seq[known], self.handled_ns[known]
+        order = np.lexsort((t, seq))
+        seq, t = seq[order], t[order]
+        again = np.concatenate(([False], seq[1:] == seq[:-1])) if len(seq) else np.zeros(0, bool)
+        return t[again]
+
     def unknown(self) -> int:
         """Handlings of seqs no acknowledgement covers (an enqueue that failed after its commit)."""
         return int(np.count_nonzero(~np.isin(self.handled_seq, self.acked_seq)))
@@ -298,11 +313,18 @@ def per_second(jobs: Jobs, start_ns: int, end_ns: int) -> dict[str, np.ndarray]:
 
 def account(jobs: Jobs, spans: Sequence[Span], judged: Sequence[str], refused_ns: Sequence[int],
             exits: Sequence[tuple[int, int, int | None]], start_ns: int, end_ns: int) -> list[dict[str, Any]]:
-    """One row per judged phase, its window running to the next judged phase's start (the last's:
-    to the drain's start): what became of its jobs, counted by seq. A window's jobs are those
-    acknowledged before it ends and not handled before it began (so a job a killed worker held
-    since the baseline is the kill's), unless an earlier window counted them."""
-    first, count = jobs.first_and_count()
+    """One row per judged phase, counted by seq.
+
+    Its *window* runs to the next judged phase's start; the last one's to the cell's end, the
+    drain included, so every acknowledgement, refusal and repeat of the cell after the first
+    fault is some window's. Its *recovery* is judged up to the next judged phase's start (the
+    last's: the drain's). A window's jobs are those acknowledged before it ends and not handled
+    before it began (so a job a killed worker held since the baseline is the kill's), unless an
+    earlier window counted them. Its duplicates are the repeat handlings that happened in it,
+    whoever's job they were (a job reported before a kill and run again after it is the kill's).
+    `jobs` should hold the handlings up to `end_ns` only (Jobs.until)."""
+    first, _ = jobs.first_and_count()
+    repeats = jobs.repeat_ns()
     by_name = {s.phase.name: s for s in spans}
     marks = [by_name[n] for n in judged if n in by_name]
     loads = [s for s in spans if s.phase.kind == "load" and s.phase.name not in judged]
@@ -314,28 +336,29 @@ def account(jobs: Jobs, spans: Sequence[Span], judged: Sequence[str], refused_ns
     assigned = np.full(len(first), -1)
     rows = []
     for k, span in enumerate(marks):
-        until = marks[k + 1].start_ns if k + 1 < len(marks) else (drain.start_ns if drain else end_ns)
+        last = k + 1 == len(marks)
+        until = end_ns if last else marks[k + 1].start_ns
+        judged_until = (drain.start_ns if drain else end_ns) if last else until
         # its jobs: acknowledged before its window ends and not handled before it began, unless an
         # earlier window counted them already (a job stranded by one fault stays that fault's)
         mine = (assigned < 0) & (jobs.acked_ns < until) & ((first < 0) | (first >= span.start_ns))
         assigned[mine] = k
-        unhandled_at_end = mine & ((first < 0) | (first >= until))
-        later = unhandled_at_end & (first >= 0)
+        stranded = mine & ((first < 0) | (first >= judged_until))
         after = np.sort(first[(first >= span.end_ns)])
-        gaps_from = np.sort(jobs.handled_ns[(jobs.handled_ns >= span.start_ns) & (jobs.handled_ns < until)])
-        edges = np.concatenate(([span.start_ns], gaps_from, [until]))
-        recovered = _recovered_after(first, span.end_ns, until, baseline)
+        handled = np.sort(jobs.handled_ns[(jobs.handled_ns >= span.start_ns) & (jobs.handled_ns < judged_until)])
+        edges = np.concatenate(([span.start_ns], handled, [judged_until]))
         rows.append({
             "phase": span.phase.name, "fault": span.phase.fault,
-            "started_s": (span.start_ns - start_ns) / 1e9, "baseline_jobs_s": baseline, "fault_s": (span.end_ns - span.start_ns) / 1e9, "window_s": (until - span.start_ns) / 1e9,
+            "started_s": (span.start_ns - start_ns) / 1e9, "baseline_jobs_s": baseline,
+            "fault_s": (span.end_ns - span.start_ns) / 1e9, "window_s": (judged_until - span.start_ns) / 1e9,
             "jobs": int(mine.sum()),
             "refused": int(np.count_nonzero((refused >= span.start_ns) & (refused < until))),
-            "stranded": int(unhandled_at_end.sum()),
-            "done_later": int(later.sum()),
+            "stranded": int(stranded.sum()),
+            "done_later": int((stranded & (first >= 0)).sum()),
             "unfinished": int(np.count_nonzero(mine & (first < 0))),
-            "duplicates": int(np.maximum(count[mine] - 1, 0).sum()),
+            "duplicates": int(np.count_nonzero((repeats >= span.start_ns) & (repeats < until))),
             "first_completion_s": (after[0] - span.end_ns) / 1e9 if len(after) else None,
-            "recovered_s": recovered,
+            "recovered_s": _recovered_after(first, span.end_ns, judged_until, baseline),
             "longest_gap_s": float(np.diff(edges).max()) / 1e9,
             "worker_exits": sum(1 for _, t, _ in exits if span.start_ns <= t < until),
             "verified": "; ".join(span.checked) or None,

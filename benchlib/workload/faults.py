@@ -109,7 +109,7 @@ async def _kill_checked(fault: Fault, ctx: Context, i: int) -> None:
     if left:
         fault.note(f"instance {i}: {left} backend(s) still there {GONE_DEADLINE_S:g} s after the kill", ok=False)
     elif not before:
-        fault.note(f"instance {i}: pid gone; its backends could not be told apart (no application_name)")
+        fault.note(f"instance {i}: pid gone; it had no backend under its name to check")
     else:
         fault.note(f"instance {i}: pid and {before} backend(s) gone")
 
@@ -135,8 +135,9 @@ class RepeatedKill(Fault):
         i = self.options["instance"]
         while True:
             started = time.monotonic()
-            await _kill_checked(self, ctx, i)
-            self.kills += 1
+            if ctx.fleet.pid(i) is not None:
+                await _kill_checked(self, ctx, i)
+                self.kills += 1
             await ctx.fleet.ensure(i)
             await asyncio.sleep(max(0.0, self.options["every_s"] - (time.monotonic() - started)))
 
@@ -210,7 +211,8 @@ class ServerRestart(_ServerDown):
     name = "server_restart"
 
     async def _down(self, cluster: Any) -> None:
-        await asyncio.to_thread(cluster.shut_down, SERVER_DEADLINE_S)
+        if not await asyncio.to_thread(cluster.shut_down, SERVER_DEADLINE_S):
+            self.note(f"the fast shutdown took over {SERVER_DEADLINE_S:g} s: the server was crashed instead", ok=False)
 
 
 class BackendKill(Fault):

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psutil
 
+from benchlib.measure import now_ns
 from benchlib.queues.base import Handled
 from benchlib.queues.jsonlines import Adapter, AdapterError
 
@@ -48,6 +49,7 @@ class Instance:
     stack: AsyncExitStack | None = None
     watcher: asyncio.Task | None = None
     expected_exit: bool = False  # a fault killed it, or the fleet is stopping it
+    killed: bool = False  # a fault killed it and starts it again itself: the supervisor leaves it alone
     paused: bool = False
     generation: int = 0  # how many times it was started
 
@@ -64,7 +66,8 @@ class Fleet:
     restart_after_s: float = 1.0
     handled_id: Any = None  # (system id, t_ns): a job a worker named by its id only
     members: list[Instance] = field(default_factory=list)
-    exits: list[tuple[int, float, int | None]] = field(default_factory=list)  # (instance, monotonic s, code) unasked
+    exits: list[tuple[int, int, int | None]] = field(default_factory=list)  # (instance, now_ns, code), unasked
+    supervising: set = field(default_factory=set)  # the supervisor's tasks (close() cancels them)
     errors: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # the first `work` reply's
     hello: dict[str, Any] = field(default_factory=dict)
@@ -92,21 +95,29 @@ class Fleet:
         """Instance i started, or, when it cannot start now (its server is refusing connections),
         left to the supervisor, which tries again every `restart_after_s`: a fault's end never
         fails a cell for a start the system could not make."""
+        self.members[i].killed = False  # the fault hands it back: the supervisor may start it from now on
         try:
             await self.start(i)
         except (AdapterError, OSError) as err:
             self._failed_start(i, err)
-            self.members[i].watcher = asyncio.create_task(self._retry(i))
+            self._supervise(self._retry(i))
+
+    def _supervise(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self.supervising.add(task)
+        task.add_done_callback(self.supervising.discard)
 
     def _failed_start(self, i: int, err: BaseException) -> None:
         self.errors.append(f"instance {i} could not start: {str(err)[:200]}")
         self.mark("instance", "start failed", f"instance {i}: {str(err)[:200]}")
 
     async def _retry(self, i: int) -> None:
-        """Start instance i again, every restart_after_s, until it runs or the fleet closes."""
+        """Start instance i again, every restart_after_s, until it runs, the fleet closes, or a
+        fault has taken the instance over (it killed it on purpose: the fault starts it)."""
+        m = self.members[i]
         while not self.closing:
             await asyncio.sleep(self.restart_after_s)
-            if self.closing or self.pid(i) is not None:
+            if self.closing or self.pid(i) is not None or m.killed:
                 return
             try:
                 await self.start(i)
@@ -116,6 +127,8 @@ class Fleet:
 
     async def _start(self, i: int) -> None:
         m = self.members[i]
+        if self.closing:
+            raise AdapterError(f"instance {i}: the fleet is closing")
         if m.adapter is not None and m.adapter.proc.returncode is None:
             return
         await self._discard(i)
@@ -129,11 +142,16 @@ class Fleet:
         except BaseException:
             await stack.aclose()
             raise
+        if self.closing:  # close() began while it started: it must not outlive the fleet
+            await stack.aclose()
+            raise AdapterError(f"instance {i}: the fleet closed while it started")
         self.settings = self.settings or dict(reply.get("settings") or {})
         self.hello = self.hello or dict(adapter.hello)
-        m.adapter, m.stack, m.expected_exit, m.paused = adapter, stack, False, False
+        m.adapter, m.stack, m.expected_exit, m.killed, m.paused = adapter, stack, False, False, False
         m.generation += 1
         m.watcher = asyncio.create_task(self._watch(i, adapter))
+        self.supervising.add(m.watcher)
+        m.watcher.add_done_callback(self.supervising.discard)
         self.mark("instance", "started", f"instance {i} (pid {adapter.proc.pid})")
 
     async def _watch(self, i: int, adapter: Adapter) -> None:
@@ -142,7 +160,7 @@ class Fleet:
         m = self.members[i]
         if m.expected_exit or self.closing or m.adapter is not adapter:
             return
-        self.exits.append((i, time.monotonic(), code))
+        self.exits.append((i, now_ns(), code))
         self.mark("instance", "exited", f"instance {i} (pid {adapter.proc.pid}) exited by itself, code {code}: "
                   f"{adapter.gone or ''}".rstrip(": "))
         await self._retry(i)
@@ -167,7 +185,7 @@ class Fleet:
         pid = self.pid(i)
         if pid is None:
             return {"pid": None, "seconds": 0.0}
-        m.expected_exit = True
+        m.expected_exit = m.killed = True
         t0 = time.monotonic()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
@@ -226,17 +244,23 @@ class Fleet:
     async def close(self) -> None:
         """Every instance continued, stopped and reaped; what they reported kept."""
         self.closing = True
+        current = asyncio.current_task()
+        tasks = [t for t in self.supervising if t is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for i in range(self.instances):
             await self.resume(i)
 
         async def stop(i: int) -> None:
             m = self.members[i]
-            if m.adapter is not None and m.adapter.proc.returncode is None:
-                m.expected_exit = True
-                with contextlib.suppress(AdapterError, TimeoutError):
-                    async with asyncio.timeout(STOP_DEADLINE_S):
-                        await m.adapter.request(op="stop")
-            await self._discard(i)
+            async with m.lock:  # after any start under way
+                if m.adapter is not None and m.adapter.proc.returncode is None:
+                    m.expected_exit = True
+                    with contextlib.suppress(AdapterError, TimeoutError):
+                        async with asyncio.timeout(STOP_DEADLINE_S):
+                            await m.adapter.request(op="stop")
+                await self._discard(i)
 
         await asyncio.shield(asyncio.gather(*(stop(i) for i in range(self.instances)), return_exceptions=True))
 

@@ -101,6 +101,10 @@ def parse(raw: Any, default_rate: float) -> tuple[Phase, ...]:
         raise BenchError("a scenario ends with one drain phase, and only there")
     if not any(ph.kind == "load" for ph in phases):
         raise BenchError("a scenario needs a `load` phase: the baseline every fault is compared with")
+    for ph, nxt in zip(phases, phases[1:]):
+        if ph.kind == "fault" and nxt.kind not in ("recover", "load"):
+            raise BenchError(f"scenario phase {ph.name!r}: a fault is followed by a recover (or load) phase, "
+                             f"where its recovery is judged; {nxt.name!r} is a {nxt.kind} phase")
     names = [ph.name for ph in phases]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)

@@ -146,6 +146,7 @@ INTERRUPTED = textwrap.dedent("""
                           scenario=[{"name": "warmup", "kind": "warmup", "seconds": 1},
                                     {"name": "base", "kind": "load", "seconds": 1},
                                     {"name": "pause", "kind": "fault", "seconds": 120, "fault": "pause_worker"},
+                                    {"name": "after", "kind": "recover", "seconds": 1},
                                     {"name": "drain", "kind": "drain", "seconds": 5}])
     print("go", flush=True)
     asyncio.run(chaos.run(params, data_dir=tempfile.mkdtemp(), profile="smoke"))

@@ -157,8 +157,8 @@ async def test_the_durability_section_compares_configurations_and_tables_the_cra
            "PostgreSQL" in section
     assert "For 2 crashes it is the smallest and largest of 2" in section  # which interval, said once
     assert "commit 1f395354d" in section and "What was verified, and what was not" in section
-    assert "| Which never loses a job when the server crashes? | Not measured yet for the products. Our skip_locked " \
-           "lost nothing in 4 crashes" in text  # the front page's answer, from the crashes
+    assert "| Which never loses a job when the server crashes? | Our skip_locked: nothing lost in 4 crashes" \
+           in text  # the front page's answer, from the crashes
     found = json.loads((tmp_path / "r" / "findings.json").read_text())
     assert found and all(f["study"] == "durability" and f["cells"] and f["text"] in section for f in found)
     for chart in ("throughput_vs_concurrency", "crash_loss", "commit_settings_vs_default"):

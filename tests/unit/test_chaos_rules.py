@@ -36,6 +36,7 @@ def test_a_scenario_is_checked_in_one_place():
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "rate": 0}, *DRAIN], "multiple > 0"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "only a fault phase"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "every": 1}, *DRAIN], "unknown key 'every'"),
+    ([*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "followed by a recover"),
     ("warmup", "must be a list"),
 ])
 def test_a_bad_scenario_is_a_one_line_error(raw, says):
@@ -57,7 +58,8 @@ def test_a_bad_fault_is_a_one_line_error(fault, options, says):
 
 
 def test_params_check_the_scenario_s_faults_before_any_server():
-    bad = [*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker", "instance": 3}, *DRAIN]
+    bad = [*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker", "instance": 3},
+           {"name": "r", "kind": "recover", "seconds": 2}, *DRAIN]
     with pytest.raises(BenchError, match="instance 3 does not exist"):
         Params(systems=["skip_locked"], reference_jobs_s=10, scenario=bad)
     with pytest.raises(BenchError, match="instances must be at most"):
@@ -95,6 +97,19 @@ def test_each_fault_window_counts_its_jobs_by_seq():
     assert kill["baseline_jobs_s"] == pytest.approx(0.1)  # one first handling in the 10 s baseline
 
 
+def test_a_repeat_is_the_window_s_where_it_happened_and_the_last_window_runs_to_the_end():
+    """Job 0: handled in the baseline, then again after the kill (a report before the kill, the
+    job run again after it): the kill's duplicate, though the job is no window's. Job 1: acked
+    during the drain, never handled: the last window's, unfinished. A handling after the cell's
+    end (while the fleet stopped) is not counted (Jobs.until)."""
+    spans = [_span("base", "load", 0, 10), _span("kill", "fault", 10, 12, "kill_worker"),
+             _span("after", "recover", 12, 20), _span("drain", "drain", 20, 30)]
+    jobs = _jobs([1, 21], [(0, 9), (0, 13), (1, 31)]).until(int(30 * S))
+    (kill,) = engine.account(jobs, spans, ["kill"], [], [], 0, int(30 * S))
+    assert (kill["duplicates"], kill["jobs"], kill["unfinished"]) == (1, 1, 1)
+    assert kill["window_s"] == pytest.approx(10)  # its recovery is judged up to the drain
+
+
 def test_unknown_handlings_are_enqueues_that_failed_after_their_commit():
     jobs = engine.Jobs(np.asarray([0, 1]), np.asarray([S, S]), np.asarray([0, 1, 7]), np.asarray([2 * S, 2 * S, 3 * S]))
     assert jobs.unknown() == 1
@@ -120,10 +135,11 @@ def _faults(**row) -> pl.DataFrame:
     (_cells(), {"recovered_s": None}, analysis.SLOW),
     (_cells(), {"fault_ok": False, "unfinished": 2}, analysis.UNCHECKED),
     (_cells(duplicates=1), {"unfinished": 2}, analysis.HARNESS),  # the control failed: not the library's
+    (_cells().filter(pl.col("variant") == "faults"), {"unfinished": 2}, analysis.NO_CONTROL),  # none ran
 ])
 def test_verdicts(cells, row, verdict):
     v = analysis.verdicts(cells, _faults(**row))
     assert v["verdict"].to_list() == [verdict]
     s = analysis.summary(v)["x"]
     assert s["survived"] == (verdict == analysis.OK)
-    assert s["judged"] == (0 if verdict in (analysis.UNCHECKED, analysis.HARNESS) else 1)
+    assert s["judged"] == (0 if verdict in analysis.NOT_JUDGED else 1)

@@ -131,7 +131,7 @@ def test_the_findings_give_the_loss_per_server_and_the_setting_that_removes_it()
 
     durable, on18, fix18, on15 = (f.text() for f in findings({"crashes": LOSS}, []))
     assert durable == ("With `synchronous_commit` on, skip_locked lost nothing in 40 server crashes (at most 8.8 % "
-                       "of such crashes would lose, at 95 %). No product was crash-tested yet.")
+                       "of such crashes would lose, at 95 %).")
     # 1,200 enqueues and their own 144 ms (0.12 ms each): a pair from one mode, never the acks' ms
     assert on18 == ("With `synchronous_commit` off, PostgreSQL 18 lost a median of 800 enqueued jobs per crash and at "
                     "most 1,200, the last 140 ms of commits (the median's 98 % interval: 600 – 1,000, 10 crashes).")

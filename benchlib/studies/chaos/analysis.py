@@ -20,7 +20,9 @@ import polars as pl
 
 from benchlib.tables import Table
 
-OK, SLOW, UNFINISHED, UNCHECKED, HARNESS = "survived", "slow", "unfinished", "unverified", "control failed"
+OK, SLOW, UNFINISHED, UNCHECKED, HARNESS, NO_CONTROL = ("survived", "slow", "unfinished", "unverified",
+                                                        "control failed", "no control")
+NOT_JUDGED = (UNCHECKED, HARNESS, NO_CONTROL)
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -40,10 +42,12 @@ def _ok_cells(cells: pl.DataFrame) -> pl.DataFrame:
 
 
 def control_clean(cells: pl.DataFrame) -> dict[tuple[str, int], bool]:
-    """Per (system, round): its null-fault control handled every job exactly once, without errors."""
+    """Per (system, round): its null-fault control ran (not a failed cell) and handled every
+    acknowledged job exactly once, refused none, and no instance of it exited."""
     ctrl = cells.filter(pl.col("variant") == "control")
     return {(r["system"], r["round"]): (r["error"] is None and not r["unfinished"] and not r["duplicates"]
-                                        and not r["refused"] and not r["worker_exits"])
+                                        and not r["refused"] and not r["worker_exits"]
+                                        and not r.get("handled_after_refusal"))
             for r in ctrl.iter_rows(named=True)}
 
 
@@ -60,7 +64,9 @@ def verdicts(cells: pl.DataFrame, faults: pl.DataFrame) -> pl.DataFrame:
             continue
         if not r["fault_ok"]:
             verdict = UNCHECKED
-        elif not clean.get(key, True):
+        elif key not in clean:
+            verdict = NO_CONTROL
+        elif not clean[key]:
             verdict = HARNESS
         elif r["unfinished"]:
             verdict = UNFINISHED
@@ -79,7 +85,7 @@ def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
     if not v.height:
         return out
     for (system,), part in v.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
-        judged = part.filter(~pl.col("verdict").is_in([UNCHECKED, HARNESS]))
+        judged = part.filter(~pl.col("verdict").is_in(NOT_JUDGED))
         out[system] = {
             "survived": judged.filter(pl.col("verdict") == OK).height, "judged": judged.height,
             "faults": part.height, "unfinished": int(part["unfinished"].sum()),
@@ -87,6 +93,7 @@ def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
             "duplicated_by": [r["fault"] for r in part.iter_rows(named=True) if r["duplicates"]],
             "unfinished_by": [r["fault"] for r in part.iter_rows(named=True) if r["unfinished"]],
             "harness": part.filter(pl.col("verdict") == HARNESS).height,
+            "not_judged": part.filter(pl.col("verdict").is_in(NOT_JUDGED)).height,
         }
     return out
 
@@ -95,8 +102,8 @@ def cell_text(r: dict[str, Any]) -> str:
     """What one system did under one fault, in a table cell."""
     if r["verdict"] == UNCHECKED:
         return "fault not verified"
-    if r["verdict"] == HARNESS:
-        return "control failed"
+    if r["verdict"] in (HARNESS, NO_CONTROL):
+        return r["verdict"]
     parts = []
     if r["unfinished"]:
         parts.append(f"{r['unfinished']:,} unfinished")
@@ -141,5 +148,5 @@ def settings_table(cells: pl.DataFrame) -> Table:
     return Table(rows)
 
 
-__all__ = ["HARNESS", "OK", "SLOW", "UNCHECKED", "UNFINISHED", "cell_text", "control_clean", "matrix",
+__all__ = ["HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED", "cell_text", "control_clean", "matrix",
            "settings_table", "summary", "totals", "verdicts"]

@@ -156,6 +156,7 @@ CELLS: Schema = {
     "unfinished": (pl.Int64, "acknowledged jobs never handled by the end of the drain"),
     "duplicates": (pl.Int64, "handlings past a job's first"),
     "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up"),
+    "after_drain": (pl.Int64, "handlings reported while the instances stopped, after the drain (not counted as done)"),
     "worker_exits": (pl.Int64, "instances that exited by themselves (the supervisor started them again)"),
     "seconds": (pl.Float64, "the cell's phases, first to last"),
     "settings": (pl.String, "JSON: the settings the instances reported (work reply), rescue settings among them"),
@@ -176,7 +177,7 @@ FAULT_ROWS: Schema = {
     "fault": (pl.String, "the fault (null in the control)"),
     "started_s": (pl.Float64, "when the phase began, seconds from the first phase's start"),
     "fault_s": (pl.Float64, "how long the fault was in force (the phase, with its enter and exit)"),
-    "window_s": (pl.Float64, "the phase and what followed until the next judged phase (or the drain)"),
+    "window_s": (pl.Float64, "the phase and its recovery, until the next judged phase (the last: the drain)"),
     "baseline_jobs_s": (pl.Float64, "completions per second in the baseline phases"),
     "jobs": (pl.Int64, "the window's jobs: acknowledged before its end, not handled before its start, "
                        "not an earlier window's"),
@@ -184,7 +185,7 @@ FAULT_ROWS: Schema = {
     "stranded": (pl.Int64, "of `jobs`, those not handled by the window's end"),
     "done_later": (pl.Int64, "of `stranded`, handled later (in a later window or the drain)"),
     "unfinished": (pl.Int64, "of `jobs`, never handled by the end of the drain"),
-    "duplicates": (pl.Int64, "of `jobs`, handlings past each job's first"),
+    "duplicates": (pl.Int64, "repeat handlings (past a job's first) that happened in the window"),
     "first_completion_s": (pl.Float64, "from the fault's end to the next completion"),
     "recovered_s": (pl.Float64, "from the fault's end to the end of the first second with >= 90 % of the baseline's completions"),
     "longest_gap_s": (pl.Float64, "the longest time without a handling in the window"),
@@ -271,6 +272,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     if getattr(target, "cluster", None) is None:
         raise BenchError("the chaos study crashes and restarts its server: it needs a throwaway local server "
                          "(unset BENCH_PG_DSN)")
+    if target.cluster.proc is None:  # an earlier cell's fault could not start it again
+        target.cluster.launch()
     if "server_major" not in state:
         conn = await target.connect()
         try:
@@ -284,7 +287,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     system = instance.as_process(name)()
     started_at = utc_now()
     ran = await engine.run_cell(system, target, plan, timeline.mark)
-    jobs = engine.Jobs.of(ran.ledger)
+    every = engine.Jobs.of(ran.ledger)
+    jobs = every.until(ran.end_ns)  # handlings while the fleet stopped came after the drain
     first, count = jobs.first_and_count()
     common = {"system": name, "variant": variant, "round": cell.parts["round"]}
     fault_rows = [common | r for r in engine.account(jobs, ran.spans, plan.judged, ran.refused_ns, ran.exits,
@@ -301,6 +305,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         "acked": len(jobs.acked_seq), "refused": len(ran.refused_ns), "handled_after_refusal": jobs.unknown() + ran.unmapped,
         "completed": int((first >= 0).sum()), "unfinished": int((first < 0).sum()),
         "duplicates": int((count[count > 1] - 1).sum()), "drained": ran.drained, "worker_exits": len(ran.exits),
+        "after_drain": len(every.handled_ns) - len(jobs.handled_ns),
         "seconds": (ran.end_ns - ran.start_ns) / 1e9, "settings": json.dumps(ran.settings, sort_keys=True),
         "hello": json.dumps(ran.hello, sort_keys=True), "errors": " | ".join(dict.fromkeys(errors))[:2000] or None,
         "started_at": started_at,

@@ -40,19 +40,23 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     if not summary:
         return []
     out = []
-    n = len(summary)
-    all_ok = [s for s, r in summary.items() if r["judged"] and r["survived"] == r["faults"]]
+    judged = {s: r for s, r in summary.items() if not r["not_judged"]}
+    all_ok = [s for s, r in judged.items() if r["survived"] == r["faults"]]
     faults = max(r["faults"] for r in summary.values())
-    out.append(Finding("chaos", "{ok} of {n} systems survived all {f} faults, every acknowledged job handled: {who}.",
-                       {"ok": len(all_ok), "n": n, "f": faults, "who": names(all_ok) if all_ok else "none"},
+    unjudged = [s for s in summary if s not in judged]
+    out.append(Finding("chaos", "{ok} of {n} systems survived all {f} faults, every acknowledged job handled: {who}."
+                       + (" Not judged: {skip}." if unjudged else ""),
+                       {"ok": len(all_ok), "n": len(judged), "f": faults, "who": names(all_ok) if all_ok else "none",
+                        "skip": names(unjudged)},
                        interval="one run per system", cells=tuple(f"postgres/{s}" for s in summary)))
-    crash = v.filter((pl.col("fault") == "server_crash") & (pl.col("round") == 0)) if v.height else v
+    crash = (v.filter((pl.col("fault") == "server_crash") & (pl.col("round") == 0)
+                      & ~pl.col("verdict").is_in(analysis.NOT_JUDGED)) if v.height else v)
     if crash.height:
-        kept = [r["system"] for r in crash.iter_rows(named=True) if r["verdict"] == analysis.OK]
+        kept = [r["system"] for r in crash.iter_rows(named=True) if not r["unfinished"]]
         out.append(Finding("chaos", "After a server crash (SIGKILL, WAL replay), {kept} of {n} systems handled every job "
                            "they had acknowledged.", {"kept": len(kept), "n": crash.height},
                            cells=tuple(f"postgres/{s}" for s in crash["system"]), answers="no_loss",
-                           short="{who} (every acknowledged job handled after a server crash)."
+                           short="{who}: every acknowledged job handled after a server crash."
                            .replace("{who}", names(kept) if kept else "none")))
     left = {s: r for s, r in summary.items() if r["unfinished"]}
     if left:

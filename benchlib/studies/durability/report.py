@@ -50,11 +50,11 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     if durable and not any(r["with_loss"] for r in durable):
         n = sum(r["crashes"] for r in durable)
         out.append(Finding("durability", "With `synchronous_commit` on, {queues} lost nothing in {n} server crashes "
-                           "(at most {hi} of such crashes would lose, at 95 %). No product was crash-tested yet.",
+                           "(at most {hi} of such crashes would lose, at 95 %).",
                            {"queues": queues, "n": n, "hi": Percent(analysis.share_interval(0, n)[1])},
                            cells=tuple(sorted({f"postgres/{r['queue']} {r['config']} on {r['server_major']}" for r in durable})),
-                           answers="no_loss", short="Not measured yet for the products. Our {queues} lost "
-                           "nothing in {n} crashes with `synchronous_commit` on."))
+                           answers="no_loss", short="Our {queues}: nothing lost in {n} crashes with "
+                           "`synchronous_commit` on."))
     by = analysis.loss_by_config(crashes)
     for major in sorted(set(cs["server_major"].to_list()), reverse=True):
         mode = cs.filter((pl.col("server_major") == major) & (pl.col("config") == analysis.ASYNC_BASE)

@@ -110,7 +110,7 @@ def cell_text(r: dict[str, Any]) -> str:
     elif r["verdict"] == SLOW:
         parts.append("not back to 90 %")
     else:
-        parts.append(f"ok, {r['recovered_s']:.1f} s")
+        parts.append("ok" if r["recovered_s"] <= 1.0 else f"ok, back in {r['recovered_s']:.1f} s")
     if r["duplicates"]:
         parts.append(f"{r['duplicates']:,} twice")
     if r["worker_exits"]:
@@ -133,8 +133,19 @@ def matrix(v: pl.DataFrame) -> Table:
     return Table(rows, columns=["system", *(names[p].replace("_", " ") for p in phases)])
 
 
+def rescue(system: str) -> str:
+    """What brings back a dead worker's jobs at the system's defaults (features.yaml, sourced)."""
+    from benchlib import features
+
+    row = features.load().systems.get(features.row_of(system))
+    cell = row.cells.get("rescue_dead_worker") if row is not None else None
+    if cell is None:
+        return "none (our reference design: no lease)" if not features.is_product(system) else "–"
+    return f"{cell.value}: {cell.note}"
+
+
 def settings_table(cells: pl.DataFrame) -> Table:
-    """What each system ran: rate, fetch size and the settings its instances reported."""
+    """What each system ran: rate, fetch size, its rescue at defaults, the settings its instances reported."""
     import json
 
     rows = []
@@ -144,6 +155,7 @@ def settings_table(cells: pl.DataFrame) -> Table:
         rows.append({"system": r["system"], "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
                      "reference jobs/s": f"{r['reference_jobs_s']:,.0f}",
                      "fetch size": "default" if r["batch"] is None else str(r["batch"]),
+                     "rescue of a dead worker's jobs": rescue(r["system"]),
                      "settings it reported": shown or "–"})
     return Table(rows)
 

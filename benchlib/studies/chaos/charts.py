@@ -12,10 +12,10 @@ import altair as alt
 import polars as pl
 
 from benchlib import palette
-from benchlib.charts import of, placeholder, stated
+from benchlib.charts import placeholder, stated
 from benchlib.studies.chaos import analysis
 
-PANEL_W, PANEL_H = 250, 90
+PANEL_W, PANEL_H = 215, 90
 COLUMNS = 4
 
 
@@ -37,9 +37,9 @@ def timelines(seconds: pl.DataFrame, faults: pl.DataFrame, verdicts: pl.DataFram
     layer = alt.layer(rect, line).properties(width=PANEL_W, height=PANEL_H)
     chart = (layer.facet(facet=alt.Facet("system:N", sort=order, title=None), columns=COLUMNS, data=both)
              .resolve_scale(y="independent").resolve_axis(x="independent"))
-    summary = analysis.summary(verdicts)
-    everything = [s for s, r in summary.items() if r["judged"] and r["survived"] == r["faults"]]
-    text = (f"{of(len(everything), len(summary))} systems survived every fault" if summary
+    judged = {s: r for s, r in analysis.summary(verdicts).items() if not r["not_judged"]}
+    everything = [s for s, r in judged.items() if r["survived"] == r["faults"]]
+    text = (f"{len(everything)} of the {len(judged)} systems judged survived every fault" if judged
             else "Completions per second through the faults")
     return stated(chart, text, "Jobs handled for the first time per second against seconds since the first phase, one "
                   "panel per system (each its own y-axis); every fault's phase shaded red.")

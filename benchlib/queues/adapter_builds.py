@@ -11,7 +11,10 @@ toolchain it lacks, or the command that builds it), before anything starts.
 
 `adapter_system(name)` turns a manifest into a registry entry: a JSON-lines worker
 system whose version is the manifest's (the adapter's system, not benchlib) and whose
-measuring code, for the cache key, is every file of its folder.
+measuring code, for the cache key, is every file of its folder. The manifest's `settings`
+(each BENCH_SETTINGS key the adapter accepts, with what it sets) become the entry's
+`settable`, so a variant or a profile naming a key the adapter lacks is refused before any
+server starts.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -46,6 +49,7 @@ class Manifest:
     run: tuple[str, ...]
     lockfile: str
     folder: Path
+    settings: dict[str, str] = field(default_factory=dict, hash=False)  # BENCH_SETTINGS key -> what it sets, its default
 
     @property
     def files(self) -> list[Path]:
@@ -77,8 +81,13 @@ class Manifest:
 def manifest(name: str) -> Manifest:
     folder = ADAPTERS / name
     data = yaml.safe_load((folder / "manifest.yaml").read_text())
+    settings = data.get("settings") or {}
+    if not isinstance(settings, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in settings.items()):
+        raise BenchError(f"{folder / 'manifest.yaml'}: `settings` must map each BENCH_SETTINGS key to a "
+                         "one-line description")
     return Manifest(data["system"], data["language"], data["toolchain"], data["version"], data["summary"],
-                    tuple(data["build"]), tuple(data["run"]), data["lockfile"], folder)
+                    tuple(data["build"]), tuple(data["run"]), data["lockfile"], folder, dict(settings))
 
 
 def every() -> list[Manifest]:
@@ -121,15 +130,20 @@ def command(m: Manifest) -> list[str]:
 def adapter_system(name: str, variant: str | None = None, settings: dict | None = None,
                    why: str = "") -> type[JsonLinesSystem]:
     """A registry entry for the adapter in queues/adapters/<name>/; a `variant` runs it with other
-    throughput-bounding `settings` (BENCH_SETTINGS, CONTRACT.md), e.g. its documented fast setting,
-    registered as `<name>-<variant>` beside the defaults."""
+    `settings` (BENCH_SETTINGS, CONTRACT.md), e.g. its documented fast setting or a shorter rescue,
+    registered as `<name>-<variant>` beside the defaults. A key its manifest does not list is
+    refused here, before any server starts (the adapter checks the values)."""
     m = manifest(name)
+    if unknown := sorted(set(settings or {}) - set(m.settings)):
+        raise BenchError(f"the {m.system} adapter has no setting {', '.join(unknown)}; "
+                         f"it accepts {', '.join(m.settings) or 'none'} (its manifest.yaml)")
 
     class Adapted(JsonLinesSystem):
         pinned_version = m.version
         summary = m.summary + (f"; {variant} settings {settings} ({why})" if variant else "")
         extra_code = tuple(str(f) for f in m.files)
         overrides = dict(settings or {})
+        settable = dict(m.settings)
         adapter = name  # its folder under queues/adapters/
 
         @property

@@ -47,6 +47,12 @@ class PullQueue(Protocol):
     kind: ClassVar[str]  # "pull"
     summary: ClassVar[str]  # one line for the README and the report
     package: ClassVar[str | None]  # the PyPI distribution of a real system; None for ours
+    # What its process form (instance.py) takes in BENCH_SETTINGS: key -> what it sets, and its
+    # default. A class that declares keys also takes them as `__init__(given)`, checks their
+    # values in `setting_refusal(given)` and reports those in force in `applied()`; a pull
+    # system may then set `tend(target, stopping, error)`, which its process runs beside its consumers.
+    settable: ClassVar[dict[str, str]] = {}
+    settings_code: ClassVar[tuple[str, ...]] = ()  # files only those settings run: keyed by the cells that give them
 
     async def connect(self, target: Any, role: str = "admin") -> Session:
         """One worker's session on `target` (each consumer gets its own); `role` is
@@ -105,6 +111,7 @@ class WorkerSystem(Protocol):
     batch_setting: ClassVar[str | None]  # the library's fetch-size knob the batch axis maps onto; None: none
     tables: ClassVar[tuple[str, ...]]  # where it keeps jobs (samplers watch them)
     control_tables: ClassVar[tuple[str, ...]]  # its bookkeeping
+    settable: ClassVar[dict[str, str]] = {}  # BENCH_SETTINGS keys of its process form, as PullQueue's
 
     def session(self, target: Any) -> AbstractAsyncContextManager[WorkerSession]: ...
 
@@ -127,6 +134,11 @@ class OurDesign(PullOps):
 
     async def connect(self, target: Any, role: str = "admin") -> Any:
         return await target.connect()
+
+
+def number_of(value: Any) -> float | None:
+    """A BENCH_SETTINGS value as a number, or None when it is not one (JSON true is not 1)."""
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
 
 
 def system_version(cls: type) -> str:

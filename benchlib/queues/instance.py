@@ -21,6 +21,11 @@ exactly as it drives River or pg-boss: `python -m benchlib.queues.instance <name
 - BENCH_HANDLED_SYNC=1 (the chaos study's fleet sets it): each report is written before the
   handler returns instead of batched, so a SIGKILL never takes away the report of a job the
   system went on to mark done.
+- BENCH_SETTINGS: the keys the system declares in `settable` (procrastinate's stalled-jobs retry,
+  pgqrs's reclaim: what brings back a dead worker's jobs), checked by its `setting_refusal`,
+  given to its constructor and reported, as `applied()` says, in the hello and the `work` reply;
+  any other key is refused. A pull system's `tend` (pgqrs's heartbeats and reclaim) runs beside
+  its consumers while they work. No settings: the system as registered, nothing beside it.
 
 The DSN is handed to the libraries unchanged, so what its query string carries
 (`application_name=...`) reaches every connection: asyncpg turns unknown query parameters
@@ -142,17 +147,28 @@ def target_of(dsn: str) -> PgServer:
     return PgServer(dsn=dsn, kind="dsn")
 
 
-def refusal(name: str, raw: str | None) -> str | None:
-    """Why BENCH_SETTINGS is refused (CONTRACT.md), or None: no process form takes a setting yet."""
+def refusal(name: str, raw: str | None, cls: type | None = None) -> str | None:
+    """Why BENCH_SETTINGS is refused (CONTRACT.md), or None: only the keys `cls` declares in
+    `settable`, with values its `setting_refusal` accepts; one line naming the key."""
     try:
         given = json.loads(raw or "{}")
     except ValueError as err:
         return f"BENCH_SETTINGS is not JSON: {err}"
     if not isinstance(given, dict):
         return "BENCH_SETTINGS must be a JSON object"
-    if given:
-        return f"BENCH_SETTINGS: unknown key {sorted(given)[0]!r}; the {name} process takes no settings (only {{}})"
-    return None
+    takes = getattr(cls, "settable", {})
+    if unknown := sorted(set(given) - set(takes)):
+        if not takes:
+            return f"BENCH_SETTINGS: unknown key {unknown[0]!r}; the {name} process takes no settings (only {{}})"
+        return f"BENCH_SETTINGS: unknown key {unknown[0]!r}; the {name} process takes {', '.join(takes)}"
+    check = getattr(cls, "setting_refusal", None)  # the values: the system's own rules
+    return check(given) if given and check is not None else None
+
+
+def applied(system: Any) -> dict[str, Any]:
+    """The BENCH_SETTINGS in force, as the system reports them ({} when none was given)."""
+    report = getattr(system, "applied", None)
+    return report() if report is not None else {}
 
 
 def described(system: Any) -> dict[str, Any]:
@@ -160,8 +176,9 @@ def described(system: Any) -> dict[str, Any]:
     (workers, batch) described in words (it differs between two requests), the others as they are."""
     if not hasattr(system, "settings"):  # a pull system: our consumer loops are what bounds it
         return {"consumers": "the work request's concurrency", "batch_jobs": "the work request's batch (null: 1)",
-                "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000, "reconnect_backoff_ms": RECONNECT_BACKOFF_S * 1000}
-    one, other = system.settings(1, 1), system.settings(2, 3)
+                "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000, "reconnect_backoff_ms": RECONNECT_BACKOFF_S * 1000,
+                **applied(system)}
+    one, other = system.settings(1, 1), system.settings(2, 3)  # a worker system's include its applied()
     return {k: v if other.get(k) == v else "set by the work request (concurrency, batch)" for k, v in one.items()}
 
 
@@ -259,6 +276,7 @@ class PullInstance:
         self.admin: Any = None
         self.admin_lock = asyncio.Lock()  # one call at a time on the admin connection
         self.consumers: list[asyncio.Task] = []
+        self.tending: asyncio.Task | None = None  # the system's `tend` while its consumers work
         self.stopping = asyncio.Event()
         self.switching = asyncio.Lock()  # a `stop` sent while `work` connects waits, then stops what it started
         self.seqs: dict[Any, int] | None = {}  # id -> seq, for a system whose dequeue returns ids only
@@ -314,7 +332,10 @@ class PullInstance:
             raise failed[0]
         self.stopping = asyncio.Event()
         self.consumers = [asyncio.create_task(self.consume(conn, batch or 1)) for conn in opened]
-        return {"consumers": concurrency, "batch_jobs": batch or 1, "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000}
+        if (tend := getattr(self.system, "tend", None)) is not None:
+            self.tending = asyncio.create_task(tend(self.target, self.stopping, self.out.error))
+        return {"consumers": concurrency, "batch_jobs": batch or 1, "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000,
+                **applied(self.system)}
 
     async def consume(self, conn: Any, batch: int) -> None:
         """dequeue(batch) -> ack(ids) -> report, until `stop`; a failure is reported, the connection
@@ -366,9 +387,10 @@ class PullInstance:
     async def stop(self) -> None:
         async with self.switching:
             consumers, self.consumers = self.consumers, []
+            tending, self.tending = self.tending, None
             self.stopping.set()
-            if consumers:
-                await asyncio.wait(consumers)
+            if consumers or tending:
+                await asyncio.wait([*consumers, *([tending] if tending else [])])
 
 
 def _payload_seq(payload: Any) -> int | None:
@@ -442,9 +464,11 @@ async def next_request() -> bytes:
 
 async def run(name: str) -> None:
     cls = queues.QUEUES[name]
-    system = cls()
+    raw = os.environ.get("BENCH_SETTINGS")
+    refused = refusal(name, raw, cls)
+    given = {} if refused else json.loads(raw or "{}")
+    system = cls(given) if given else cls()  # refused: it still says hello, as registered
     out = Out(asyncio.get_running_loop())
-    refused = refusal(name, os.environ.get("BENCH_SETTINGS"))
     out.line(hello(name, cls, system))
     kind = WorkerInstance if cls.kind == "worker" else PullInstance
     instance = kind(system, target_of(os.environ["BENCH_DSN"]), out)
@@ -509,6 +533,7 @@ def process_system(name: str) -> type[JsonLinesSystem]:
         control_tables = tuple(getattr(inner, "control_tables", ()))
         extra_code = (*queues.code_files(name), __file__)
         extra_connections = getattr(inner, "extra_connections", 1)
+        settable = dict(getattr(inner, "settable", {}))  # the BENCH_SETTINGS keys its process takes
 
     if (detail := getattr(inner, "version_detail", None)) is not None:
         InProcessAsProcess.version_detail = staticmethod(detail)

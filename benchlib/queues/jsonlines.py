@@ -196,6 +196,7 @@ class JsonLinesSystem:
     control_tables: ClassVar[tuple[str, ...]] = ()
     pinned_version: ClassVar[str | None] = None  # the adapted system's exact version (its manifest's)
     overrides: ClassVar[dict[str, Any]] = {}  # BENCH_SETTINGS: throughput-bounding settings other than its defaults
+    settable: ClassVar[dict[str, str]] = {}  # BENCH_SETTINGS keys it accepts -> what each sets (its manifest's)
     hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
     ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
     handled_sync: bool = False  # BENCH_HANDLED_SYNC: each job's report written before its handler returns

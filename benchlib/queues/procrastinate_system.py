@@ -13,6 +13,15 @@ has caught up with the queue, and LISTEN/NOTIFY off: the backlog exists before t
 clock starts, so there is nothing to be notified of. Keeping up with a producer
 (`continuous=True`): procrastinate's defaults, `wait=True` with LISTEN/NOTIFY waking
 idle workers, and a fetch polling interval of 5 s as the fallback.
+
+Rescue of a dead worker's jobs (its process form's BENCH_SETTINGS, `settable`): at defaults
+nothing retries a job whose worker died holding it. With `stalled_retry_every_s`, the worker's
+app also has the task of procrastinate's how-to "Retry stalled jobs" (docs/howto/production/
+retry_stalled_jobs.md), as written there: a periodic task, deferred by procrastinate's own
+periodic deferrer, that calls `get_stalled_jobs()` (jobs in `doing` whose worker's heartbeat is
+older than `seconds_since_heartbeat`, 30 s by default; workers beat every 10 s) and
+`retry_job` for each. Only its cron differs: every N seconds (cron's optional sixth column),
+not the how-to's every 10 minutes.
 """
 from __future__ import annotations
 
@@ -25,15 +34,27 @@ from typing import Any
 import procrastinate
 from psycopg.conninfo import make_conninfo
 
-from benchlib.queues.base import Handled, run_sql, until_stopped
+from benchlib.queues.base import Handled, number_of, run_sql, until_stopped
 
 SCHEMA = "benchlib_procrastinate"
 POLLING_INTERVAL_S = 5.0  # procrastinate's default: how long an idle worker waits when no NOTIFY comes
+HEARTBEAT_S = 10.0  # procrastinate's Worker(update_heartbeat_interval=10.0): how often a live worker beats
+STALLED_AFTER_S = 30.0  # JobManager.get_stalled_jobs(seconds_since_heartbeat=30) default
+# every interval a cron step keeps even: seconds dividing a minute (the sixth column), or
+# whole minutes dividing an hour (`*/7` seconds would fire at :00, :07, ..., :56, then :00)
+CRON_SECONDS = tuple(n for n in range(1, 31) if 60 % n == 0)
+CRON_MINUTES = tuple(60 * n for n in range(1, 61) if 60 % n == 0)
+
+
+def stalled_cron(every_s: int) -> str:
+    """The periodic task's cron for `every_s` (one of CRON_SECONDS or CRON_MINUTES)."""
+    return f"* * * * * */{every_s}" if every_s < 60 else f"*/{every_s // 60} * * * *"
 
 
 class Session:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, rescue: dict[str, float] | None = None) -> None:
         self.target = target
+        self.rescue = rescue or {}  # the stalled-jobs retry's settings; empty: none (the default)
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.handled: Handled | None = None
         self.producer: Any = None  # (open app, its noop task): opened once, as a service opens it at start
@@ -54,6 +75,20 @@ class Session:
 
         self.task = noop
         return app
+
+    def retry_stalled(self, app: procrastinate.App) -> None:
+        """procrastinate's how-to "Retry stalled jobs", as written there (name given so its rows
+        read plainly), at our interval; seconds_since_heartbeat only when one was set."""
+        every = int(self.rescue["stalled_retry_every_s"])
+        since = ({"seconds_since_heartbeat": self.rescue["stalled_after_s"]}
+                 if "stalled_after_s" in self.rescue else {})
+
+        @app.periodic(cron=stalled_cron(every))
+        @app.task(name="retry_stalled_jobs", queueing_lock="retry_stalled_jobs", pass_context=True)
+        async def retry_stalled_jobs(context: Any, timestamp: int) -> None:
+            stalled_jobs = await app.job_manager.get_stalled_jobs(**since)
+            for job in stalled_jobs:
+                await app.job_manager.retry_job(job)
 
     async def uninstall(self) -> None:
         await self.close()  # its pool may hold prepared statements of the old tables
@@ -77,7 +112,10 @@ class Session:
                    continuous: bool = False) -> None:
         self.handled = handled
         # one connection per job in flight, one for fetching (and listening), one spare
-        async with self.app(concurrency + 2).open_async() as app:
+        app = self.app(concurrency + 2)
+        if self.rescue:  # its periodic deferrer and the task run inside run_worker_async, beside our jobs
+            self.retry_stalled(app)
+        async with app.open_async():
             worker = asyncio.create_task(app.run_worker_async(
                 concurrency=concurrency, wait=continuous, listen_notify=continuous,
                 fetch_job_polling_interval=POLLING_INTERVAL_S, install_signal_handlers=False,
@@ -98,16 +136,51 @@ class Procrastinate:
     tables = (f"{SCHEMA}.procrastinate_jobs",)
     control_tables = (f"{SCHEMA}.procrastinate_workers", f"{SCHEMA}.procrastinate_events",
                       f"{SCHEMA}.procrastinate_periodic_defers")
+    settable = {
+        "stalled_retry_every_s": "run the docs' retry_stalled_jobs periodic task (get_stalled_jobs, then retry_job "
+                                 "for each) every N s; default: no such task, so nothing retries a dead worker's jobs",
+        "stalled_after_s": "get_stalled_jobs(seconds_since_heartbeat=N): a doing job is stalled once its worker's "
+                           "heartbeat (every 10 s) is older; default 30 (procrastinate's)",
+    }
+
+    def __init__(self, given: dict[str, Any] | None = None) -> None:
+        self.rescue = {k: float(v) for k, v in (given or {}).items()}
+
+    @staticmethod
+    def setting_refusal(given: dict[str, Any]) -> str | None:
+        """Why these BENCH_SETTINGS values are refused (one line naming the key and what it takes), or None."""
+        every, after = given.get("stalled_retry_every_s"), given.get("stalled_after_s")
+        if "stalled_retry_every_s" in given and (number_of(every) is None or number_of(every) not in (
+                *CRON_SECONDS, *CRON_MINUTES)):
+            return (f"BENCH_SETTINGS: stalled_retry_every_s must be whole seconds a cron step keeps even: "
+                    f"{', '.join(map(str, CRON_SECONDS))}, or whole minutes dividing an hour "
+                    f"({', '.join(map(str, CRON_MINUTES))}); got {every!r}")
+        if "stalled_after_s" in given:
+            if "stalled_retry_every_s" not in given:
+                return "BENCH_SETTINGS: stalled_after_s needs stalled_retry_every_s (no task asks for stalled jobs without it)"
+            if number_of(after) is None or number_of(after) < 2 * HEARTBEAT_S:
+                return (f"BENCH_SETTINGS: stalled_after_s must be a number of seconds >= {2 * HEARTBEAT_S:g} (two "
+                        f"{HEARTBEAT_S:g} s worker heartbeats, so a live worker's jobs are never retried); got {after!r}")
+        return None
+
+    def applied(self) -> dict[str, float]:
+        """The stalled-jobs retry in force (numbers, for the hello and the work reply); {} at defaults."""
+        if not self.rescue:
+            return {}
+        return {"stalled_retry_every_s": self.rescue["stalled_retry_every_s"],
+                "stalled_after_s": self.rescue.get("stalled_after_s", STALLED_AFTER_S),
+                "worker_heartbeat_s": HEARTBEAT_S}
 
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
         """What bounds its throughput: one job per fetch query; an idle worker waits for a NOTIFY or
-        the polling interval (continuous mode only: a drain polls without waiting)."""
+        the polling interval (continuous mode only: a drain polls without waiting); and the
+        stalled-jobs retry when one was set."""
         return {"workers": concurrency, "fetch_size_jobs": 1, "polling_interval_s": POLLING_INTERVAL_S,
-                "listen_notify": "on while keeping up, off while draining"}
+                "listen_notify": "on while keeping up, off while draining", **self.applied()}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        session = Session(target)
+        session = Session(target, self.rescue)
         try:
             yield session
         finally:

@@ -37,6 +37,7 @@ HARNESS_APP = "benchlib-harness"
 HOLDER_APP = "benchlib-holder"
 GONE_DEADLINE_S = 10.0  # a killed worker's backends end when the server reads the closed socket: well under a second
 SERVER_DEADLINE_S = 120.0
+ROUND_DEADLINE_S = 60.0  # a repeating fault's last round: a kill, its check and a restart, each bounded
 MAX_HELD = 10_000  # idle sessions connection_exhaustion opens at most (max_connections is far below)
 
 
@@ -124,33 +125,54 @@ class KillWorker(Fault):
         await ctx.fleet.ensure(self.options["instance"])
 
 
-class RepeatedKill(Fault):
-    name = "repeated_kill"
-    takes = {"instance": (int, 0), "every_s": (float, 10.0)}
+class _Repeating(Fault):
+    """A round every `every_s` seconds until the phase ends. The phase's end stops the loop
+    between rounds (an event, never a cancel): a round cancelled half-way (a worker SIGKILLed
+    but not yet reaped) would leave the fleet taking a dead instance for a live one."""
+
     task: asyncio.Task | None = None
-    kills: int = 0
+    stopping: asyncio.Event | None = None
+
+    async def round(self, ctx: Context) -> None: ...
 
     async def _loop(self, ctx: Context) -> None:
-        i = self.options["instance"]
-        while True:
+        while not self.stopping.is_set():
             started = time.monotonic()
-            if ctx.fleet.pid(i) is not None:
-                await _kill_checked(self, ctx, i)
-                self.kills += 1
-            await ctx.fleet.ensure(i)
-            await asyncio.sleep(max(0.0, self.options["every_s"] - (time.monotonic() - started)))
+            await self.round(ctx)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, self.options["every_s"] - (time.monotonic() - started))):
+                    await self.stopping.wait()
 
     async def enter(self, ctx: Context) -> None:
+        self.stopping = asyncio.Event()
         self.task = asyncio.create_task(self._loop(ctx))
 
     async def exit(self, ctx: Context) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-            if self.task.done() and not self.task.cancelled() and self.task.exception():
-                raise self.task.exception()
-        await ctx.fleet.ensure(self.options["instance"])  # one cancelled between its kill and its restart
+        if self.task is None:
+            return
+        self.stopping.set()
+        try:
+            async with asyncio.timeout(ROUND_DEADLINE_S):
+                await self.task  # the round under way finishes; its error is raised here
+        except TimeoutError:  # the timeout cancelled the loop
+            self.note(f"a round was still under way {ROUND_DEADLINE_S:g} s after the phase ended", ok=False)
+
+
+class RepeatedKill(_Repeating):
+    name = "repeated_kill"
+    takes = {"instance": (int, 0), "every_s": (float, 10.0)}
+    kills: int = 0
+
+    async def round(self, ctx: Context) -> None:
+        i = self.options["instance"]
+        if ctx.fleet.pid(i) is not None:
+            await _kill_checked(self, ctx, i)
+            self.kills += 1
+        await ctx.fleet.ensure(i)
+
+    async def exit(self, ctx: Context) -> None:
+        await super().exit(ctx)
+        await ctx.fleet.ensure(self.options["instance"])  # a round stopped between its kill and its restart
         self.note(f"{self.kills} kill(s)")
 
 
@@ -214,31 +236,22 @@ class ServerRestart(_ServerDown):
             self.note(f"the fast shutdown took over {SERVER_DEADLINE_S:g} s: the server was crashed instead", ok=False)
 
 
-class BackendKill(Fault):
+class BackendKill(_Repeating):
     name = "backend_kill"
     takes = {"every_s": (float, 0.5)}
-    task: asyncio.Task | None = None
     terminated: int = 0
     rounds: int = 0
 
-    async def _loop(self, ctx: Context) -> None:
-        while True:
-            rows = await ctx.query(
-                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
-                "AND datname = current_database() AND application_name NOT LIKE 'benchlib-%'")
-            self.terminated += rows[0][0]
-            self.rounds += 1
-            await asyncio.sleep(self.options["every_s"])
-
-    async def enter(self, ctx: Context) -> None:
-        self.task = asyncio.create_task(self._loop(ctx))
+    async def round(self, ctx: Context) -> None:
+        rows = await ctx.query(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
+            "AND datname = current_database() AND application_name NOT LIKE 'benchlib-%'")
+        self.terminated += rows[0][0]
+        self.rounds += 1
 
     async def exit(self, ctx: Context) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        await super().exit(ctx)
         self.note(f"{self.terminated} backend(s) terminated in {self.rounds} round(s)", ok=self.terminated > 0)
         ctx.mark("fault", "backends terminated", str(self.terminated))
 

@@ -189,8 +189,13 @@ class Fleet:
         t0 = time.monotonic()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
+        # shielded: a caller cancelled between the kill and the reap would leave an instance that
+        # `pid()` still takes for running, and that nobody starts again
+        return await asyncio.shield(self._reaped(i, pid, t0))
+
+    async def _reaped(self, i: int, pid: int, t0: float) -> dict[str, Any]:
         async with asyncio.timeout(KILL_DEADLINE_S):
-            await m.adapter.proc.wait()
+            await self.members[i].adapter.proc.wait()
         took = time.monotonic() - t0
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, 0)  # anything left in its group is gone too, or this raises

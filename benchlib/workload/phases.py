@@ -65,10 +65,19 @@ def ends_s(phases: Sequence[Phase]) -> list[float]:
 
 def phase_at(t_s: float, phases: Sequence[Phase]) -> str:
     """The phase an instant belongs to (a sample window is judged by its midpoint)."""
-    for ph, end in zip(timed(phases), ends_s(phases)):
-        if t_s < end:
-            return ph.name
-    return phases[-1].name
+    ends = ends_s(phases)
+    return named_at(t_s, list(zip([0.0, *ends], [ph.name for ph in timed(phases)] + [phases[-1].name])))
 
 
-__all__ = ["KINDS", "Phase", "check", "ends_s", "phase_at", "timed"]
+def named_at(t_s: float, starts: Sequence[tuple[float, str]]) -> str:
+    """The last phase begun by `t_s`, from (start s, name) in order (a cell that ran: its phases'
+    actual starts; before the first, the first)."""
+    name = starts[0][1]
+    for start, ph in starts:
+        if t_s < start:
+            break
+        name = ph
+    return name
+
+
+__all__ = ["KINDS", "Phase", "check", "ends_s", "named_at", "phase_at", "timed"]

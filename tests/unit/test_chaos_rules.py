@@ -2,12 +2,15 @@
 accounting by seq per fault window, and the verdicts (no database)."""
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import polars as pl
 import pytest
 
 from benchlib.errors import BenchError
 from benchlib.studies.chaos import analysis
+from benchlib.studies.chaos import measure
 from benchlib.studies.chaos.measure import Params
 from benchlib.workload import engine, faults, scenario
 from benchlib.workload.scenario import Phase
@@ -143,3 +146,100 @@ def test_verdicts(cells, row, verdict):
     s = analysis.summary(v)["x"]
     assert s["survived"] == (verdict == analysis.OK)
     assert s["judged"] == (0 if verdict in analysis.NOT_JUDGED else 1)
+
+
+class _SlowReapFleet:
+    """A fleet whose kill takes a while to reap, as a SIGKILLed process does: until then its pid
+    still looks alive. `dead` is the truth: a killed instance nobody started again."""
+
+    def __init__(self) -> None:
+        self.alive, self.dead, self.kills_begun = True, False, 0
+        self.killing = None
+
+    @staticmethod
+    def app(i: int) -> str:
+        return f"chaos-worker-{i}"
+
+    def pid(self, i: int) -> int | None:
+        return 1 if self.alive else None
+
+    async def kill(self, i: int) -> dict:
+        self.kills_begun += 1
+        self.dead = True
+        self.killing.set()
+        await asyncio.sleep(0.2)  # the reap
+        self.alive = False
+        return {"pid": 1, "seconds": 0.2}
+
+    async def ensure(self, i: int) -> None:
+        if not self.alive:
+            self.alive, self.dead = True, False
+
+
+class _Ctx:
+    def __init__(self, fleet) -> None:
+        self.fleet = fleet
+
+    def mark(self, *args) -> None:
+        pass
+
+    async def backends_of(self, app: str) -> int:
+        return 0
+
+
+async def test_a_repeated_kill_ends_between_rounds_never_inside_a_kill():
+    """The phase's end came while a kill was being reaped: the loop must finish that round (the
+    instance started again), not be cancelled half-way with a dead instance taken for alive."""
+    fleet = _SlowReapFleet()
+    fleet.killing = asyncio.Event()
+    fault = faults.make("repeated_kill", {"every_s": 5.0})
+    ctx = _Ctx(fleet)
+    await fault.enter(ctx)
+    await fleet.killing.wait()  # inside the first kill, before its reap
+    await fault.exit(ctx)
+    assert fleet.kills_begun == 1 and fault.kills == 1
+    assert not fleet.dead and fleet.alive, "the killed instance was left dead"
+    assert fault.ok and fault.checked[-1] == "1 kill(s)"
+
+
+def test_a_rescue_run_is_judged_against_its_own_control():
+    """The rescue cells (other settings, other phases) have a control of their own: a clean control
+    at defaults does not vouch for them, and theirs failing does not touch the defaults' verdicts."""
+    base = {"system": "x", "round": 0, "error": None, "unfinished": 0, "duplicates": 0, "refused": 0,
+            "worker_exits": 0, "asked": None}
+    cells = pl.DataFrame([base | {"variant": "faults"}, base | {"variant": "control"},
+                          base | {"variant": "rescue", "asked": '{"lease_s": 5}'},
+                          base | {"variant": "rescue_control", "duplicates": 1}])
+    row = {"system": "x", "round": 0, "phase": "k", "fault": "kill_worker", "fault_ok": True, "unfinished": 0,
+           "duplicates": 0, "recovered_s": 1.0, "worker_exits": 0, "stranded": 2, "last_done_s": 31.0}
+    faults = pl.DataFrame([row | {"variant": "faults", "unfinished": 2, "last_done_s": None},
+                           row | {"variant": "rescue"}])
+    assert analysis.verdicts(cells, faults)["verdict"].to_list() == [analysis.UNFINISHED]
+    assert analysis.verdicts(cells, faults, "rescue")["verdict"].to_list() == [analysis.HARNESS]
+    assert analysis.totals({"cells": cells})["duplicates"] == 1  # both controls are the sweep's accounting
+    table = analysis.rescue_table(cells, faults).rows
+    assert table == [{"system": "x", "fault": "kill worker", "at defaults": "2 unfinished; 2 stranded",
+                      "at the rescue settings": "control failed", "rescue settings": "lease_s 5"}]
+
+
+def test_only_the_systems_given_a_rescue_setting_run_the_rescue_pair():
+    p = Params(systems=["skip_locked", "pgqrs"], reference_jobs_s=10, rescue={"pgqrs": {"reclaim_every_s": 5}},
+               rescue_scenario=[*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker"},
+                                {"name": "r", "kind": "recover", "seconds": 30}, *DRAIN])
+    assert [(c.parts["system"], c.parts["variant"]) for c in measure.cells(p)] == [
+        ("skip_locked", "faults"), ("skip_locked", "control"),
+        ("pgqrs", "faults"), ("pgqrs", "control"), ("pgqrs", "rescue"), ("pgqrs", "rescue_control")]
+    assert [ph.kind for ph in p.phases_of("rescue_control")] == ["warmup", "load", "load", "recover", "drain"]
+    assert [ph.fault for ph in p.phases_of("rescue")][2] == "kill_worker"
+
+
+@pytest.mark.parametrize("rescue, says", [
+    ({"river": {"x": 1}}, "not among the systems"),
+    ({"pgqrs": {"no_such": 1}}, "pgqrs has no setting 'no_such'"),
+    ({"pgqrs": {}}, "non-empty mapping"),
+    ({"pgqrs": {"reclaim_every_s": "5"}}, "must be a number"),
+    (["pgqrs"], "must be a mapping"),
+])
+def test_a_bad_rescue_setting_is_a_one_line_error_before_any_server(rescue, says):
+    with pytest.raises(BenchError, match=says):
+        Params(systems=["skip_locked", "pgqrs"], reference_jobs_s=10, rescue=rescue)

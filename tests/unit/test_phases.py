@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchlib.errors import BenchError
-from benchlib.workload.phases import Phase, check, ends_s, phase_at, timed
+from benchlib.workload.phases import Phase, check, ends_s, named_at, phase_at, timed
 
 
 def test_a_sequence_maps_each_instant_to_its_phase_and_the_rest_to_the_drain():
@@ -13,6 +13,12 @@ def test_a_sequence_maps_each_instant_to_its_phase_and_the_rest_to_the_drain():
     assert ends_s(sequence) == [20, 40] and [ph.name for ph in timed(sequence)] == ["baseline", "held"]
     assert [phase_at(t, sequence) for t in (0, 19.9, 20, 39.9, 40, 500)] == [
         "baseline", "baseline", "held", "held", "drain", "drain"]
+
+
+def test_a_cell_that_ran_labels_each_instant_by_its_phases_actual_starts():
+    ran = [(0.0, "warmup"), (3.0, "baseline"), (13.4, "kill"), (16.9, "drain")]  # a fault's exit ran late
+    assert [named_at(t, ran) for t in (-1, 0, 2.9, 3, 13.3, 13.4, 16.8, 17, 99)] == [
+        "warmup", "warmup", "warmup", "baseline", "baseline", "kill", "kill", "drain", "drain"]
 
 
 @pytest.mark.parametrize(("sequence", "says"), [

@@ -23,6 +23,9 @@ from benchlib.tables import Table
 OK, SLOW, UNFINISHED, UNCHECKED, HARNESS, NO_CONTROL = ("survived", "slow", "unfinished", "unverified",
                                                         "control failed", "no control")
 NOT_JUDGED = (UNCHECKED, HARNESS, NO_CONTROL)
+# a cell with faults -> its null-fault control: at library defaults, and at the rescue settings
+CONTROL_OF = {"faults": "control", "rescue": "rescue_control"}
+FAULTS_OF = {control: faults for faults, control in CONTROL_OF.items()}
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -32,7 +35,7 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
     df = tables.get("cells")
     if df is None:
         return {"lost": 0, "duplicates": 0, "failed": 0}
-    ctrl = df.filter(pl.col("variant") == "control")
+    ctrl = df.filter(pl.col("variant").is_in(list(FAULTS_OF)))
     return {"lost": int(ctrl["unfinished"].fill_null(0).sum()), "duplicates": int(ctrl["duplicates"].fill_null(0).sum()),
             "failed": int(df["error"].is_not_null().sum())}
 
@@ -41,22 +44,23 @@ def _ok_cells(cells: pl.DataFrame) -> pl.DataFrame:
     return cells.filter(pl.col("error").is_null())
 
 
-def control_clean(cells: pl.DataFrame) -> dict[tuple[str, int], bool]:
-    """Per (system, round): its null-fault control ran (not a failed cell) and handled every
-    acknowledged job exactly once, refused none, and no instance of it exited."""
-    ctrl = cells.filter(pl.col("variant") == "control")
+def control_clean(cells: pl.DataFrame, control: str = "control") -> dict[tuple[str, int], bool]:
+    """Per (system, round): its null-fault control (of the variant `control`) ran (not a failed
+    cell) and handled every acknowledged job exactly once, refused none, and no instance of it exited."""
+    ctrl = cells.filter(pl.col("variant") == control)
     return {(r["system"], r["round"]): (r["error"] is None and not r["unfinished"] and not r["duplicates"]
                                         and not r["refused"] and not r["worker_exits"]
                                         and not r.get("handled_after_refusal"))
             for r in ctrl.iter_rows(named=True)}
 
 
-def verdicts(cells: pl.DataFrame, faults: pl.DataFrame) -> pl.DataFrame:
-    """One row per (system, round, fault phase) of the faults variant, with its verdict."""
-    rows = faults.filter(pl.col("variant") == "faults")
-    failed = {(r["system"], r["round"]) for r in cells.filter(pl.col("variant") == "faults")
+def verdicts(cells: pl.DataFrame, faults: pl.DataFrame, variant: str = "faults") -> pl.DataFrame:
+    """One row per (system, round, fault phase) of `variant` (faults: at defaults; rescue: at the
+    rescue settings), with its verdict against that variant's control."""
+    rows = faults.filter(pl.col("variant") == variant)
+    failed = {(r["system"], r["round"]) for r in cells.filter(pl.col("variant") == variant)
               .filter(pl.col("error").is_not_null()).iter_rows(named=True)}
-    clean = control_clean(cells)
+    clean = control_clean(cells, CONTROL_OF[variant])
     out = []
     for r in rows.iter_rows(named=True):
         key = (r["system"], r["round"])
@@ -98,8 +102,9 @@ def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def cell_text(r: dict[str, Any]) -> str:
-    """What one system did under one fault, in a table cell."""
+def cell_text(r: dict[str, Any], stranded: bool = False) -> str:
+    """What one system did under one fault, in a table cell (with `stranded`: how many jobs the
+    fault left outstanding at its window's end, and when the last of its jobs was handled)."""
     if r["verdict"] == UNCHECKED:
         return "fault not verified"
     if r["verdict"] in (HARNESS, NO_CONTROL):
@@ -115,6 +120,9 @@ def cell_text(r: dict[str, Any]) -> str:
         parts.append(f"{r['duplicates']:,} twice")
     if r["worker_exits"]:
         parts.append(f"{r['worker_exits']} exit(s)")
+    if stranded:
+        parts.append(f"{r['stranded']:,} stranded" + (f", the last handled {r['last_done_s']:.0f} s after"
+                                                       if r["stranded"] and r["last_done_s"] is not None else ""))
     return "; ".join(parts)
 
 
@@ -133,6 +141,31 @@ def matrix(v: pl.DataFrame) -> Table:
     return Table(rows, columns=["system", *(names[p].replace("_", " ") for p in phases)])
 
 
+def _asked(text: str | None) -> str:
+    import json
+
+    return ", ".join(f"{k} {v}" for k, v in sorted(json.loads(text or "{}").items())) or "defaults"
+
+
+def rescue_table(cells: pl.DataFrame, faults: pl.DataFrame) -> Table:
+    """Per system run at its production rescue settings, per fault (round 0): what it did at its
+    defaults (the faults run) and at those settings (the rescue run), with the jobs stranded."""
+    rescued = verdicts(cells, faults, "rescue")
+    if not rescued.height:
+        return Table([], columns=["system"])
+    defaults = verdicts(cells, faults).filter(pl.col("round") == 0)
+    asked = {r["system"]: r["asked"] for r in cells.filter(pl.col("variant") == "rescue").iter_rows(named=True)}
+    rows = []
+    for r in rescued.filter(pl.col("round") == 0).iter_rows(named=True):
+        before = defaults.filter((pl.col("system") == r["system"]) & (pl.col("fault") == r["fault"])) \
+            if defaults.height else defaults
+        rows.append({"system": r["system"], "fault": r["fault"].replace("_", " "),
+                     "at defaults": cell_text(before.row(0, named=True), stranded=True) if before.height else "–",
+                     "at the rescue settings": cell_text(r, stranded=True),
+                     "rescue settings": _asked(asked.get(r["system"]))})
+    return Table(rows)
+
+
 def rescue(system: str) -> str:
     """What brings back a dead worker's jobs at the system's defaults (features.yaml, sourced)."""
     from benchlib import features
@@ -149,16 +182,17 @@ def settings_table(cells: pl.DataFrame) -> Table:
     import json
 
     rows = []
-    for r in _ok_cells(cells).filter((pl.col("variant") == "faults") & (pl.col("round") == 0)).iter_rows(named=True):
+    for r in _ok_cells(cells).filter(pl.col("variant").is_in(list(CONTROL_OF)) & (pl.col("round") == 0)).iter_rows(named=True):
         said = json.loads(r["settings"] or "{}")
         shown = ", ".join(f"{k} {v}" for k, v in sorted(said.items()) if k not in ("workers", "batch_jobs", "consumers"))
-        rows.append({"system": r["system"], "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
+        rows.append({"system": r["system"] + (" (rescue)" if r["variant"] == "rescue" else ""), "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
                      "reference jobs/s": f"{r['reference_jobs_s']:,.0f}",
                      "fetch size": "default" if r["batch"] is None else str(r["batch"]),
-                     "rescue of a dead worker's jobs": rescue(r["system"]),
+                     "rescue of a dead worker's jobs": rescue(r["system"]) if r["variant"] == "faults"
+                     else f"set: {_asked(r['asked'])}",
                      "settings it reported": shown or "–"})
     return Table(rows)
 
 
-__all__ = ["HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED", "cell_text", "control_clean", "matrix",
-           "settings_table", "summary", "totals", "verdicts"]
+__all__ = ["CONTROL_OF", "FAULTS_OF", "HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED",
+           "cell_text", "control_clean", "matrix", "rescue_table", "settings_table", "summary", "totals", "verdicts"]

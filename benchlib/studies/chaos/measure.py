@@ -13,6 +13,9 @@ Each system runs the scenario twice per round: with its faults (`variant: faults
 null-fault control (`variant: control`, the same phases with no fault), so an error of our
 adapter shows in the control and is never charged to the library. Systems run at their library
 defaults; the rescue settings in force are the ones each instance's hello and `work` reply say.
+A system listed in `rescue` runs a second pair (`rescue`, `rescue_control`) at the rescue setting
+its docs advise for production (BENCH_SETTINGS, CONTRACT.md), through `rescue_scenario`: the
+faults such a setting changes (a worker killed or paused), with recoveries long enough for it.
 """
 from __future__ import annotations
 
@@ -29,12 +32,13 @@ from benchlib.errors import BenchError
 from benchlib.queues import instance
 from benchlib.results import Schema, load_profile, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.workload import engine, faults, fleet, scenario
+from benchlib.studies.chaos.analysis import CONTROL_OF, FAULTS_OF
+from benchlib.workload import engine, faults, fleet, phases, scenario
 from benchlib.workload.scenario import Phase
 
 STUDY = "chaos"
 AXES = ("systems",)
-VARIANTS = ("faults", "control")
+VARIANTS = tuple(v for pair in CONTROL_OF.items() for v in pair)  # faults, control, rescue, rescue_control
 MAX_INSTANCES = 8
 
 # The standard scenario (profiles/chaos.yaml repeats it as data; this is the notebook's default).
@@ -87,6 +91,8 @@ class Params:
     capacity_profile: str = "standard"  # whose published capacity gives the reference
     scenario: tuple = DEFAULT_SCENARIO
     control: bool = True  # run the null-fault control beside each faults cell
+    rescue: dict[str, dict[str, Any]] | None = None  # system -> the rescue settings its docs advise (BENCH_SETTINGS)
+    rescue_scenario: tuple | None = None  # the phases the rescue runs repeat; None: `scenario`
     rounds: int = 1
     restart_after_s: float = 1.0  # the supervisor's pause before it starts an instance that exited
     settings: dict[str, str] | None = None
@@ -112,11 +118,17 @@ class Params:
         if fixed["instances"] > MAX_INSTANCES:
             raise BenchError(f"instances must be at most {MAX_INSTANCES}, got {fixed['instances']}")
         phases = _checked(self.scenario, fixed["load"], fixed["instances"])
+        fixed["rescue"] = _rescue(self.rescue, names)
+        rescue_phases = phases if self.rescue_scenario is None else _checked(self.rescue_scenario, fixed["load"],
+                                                                              fixed["instances"])
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "scenario", tuple(scenario.as_data(phases)))
+        object.__setattr__(self, "rescue_scenario",
+                           None if self.rescue_scenario is None else tuple(scenario.as_data(rescue_phases)))
+        known = {} if self.reference_jobs_s is not None else _reference_table(self.capacity_profile)
+        object.__setattr__(self, "references", known)  # read once: every rate() and cells() call uses it
         if self.reference_jobs_s is None:
-            known = _reference_table(self.capacity_profile)
             missing = [s for s in self.systems if s not in known]
             if missing:
                 raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's "
@@ -126,6 +138,36 @@ class Params:
     def phases(self) -> tuple[Phase, ...]:
         """The scenario as phases, with each fault's options and their defaults."""
         return _checked(self.scenario, self.load, self.instances)
+
+    def phases_of(self, variant: str) -> tuple[Phase, ...]:
+        """What a cell of `variant` runs: its scenario, without the faults in a control."""
+        ran = _checked(self.rescue_scenario, self.load, self.instances) if (
+            variant.startswith("rescue") and self.rescue_scenario is not None) else self.phases
+        return ran if variant in CONTROL_OF else scenario.without_faults(ran)
+
+
+def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | None:
+    """Per system, the settings of its rescue run, each one the system's process takes (its
+    `settable`), as a number: one-line errors before a server starts."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BenchError(f"rescue must be a mapping of system to its settings, got {type(raw).__name__}")
+    out = {}
+    for system, given in raw.items():
+        if system not in systems:
+            raise BenchError(f"rescue names {system!r}, which is not among the systems ({', '.join(systems)})")
+        takes = instance.as_process(system).settable
+        if not isinstance(given, dict) or not given:
+            raise BenchError(f"rescue: {system}'s settings must be a non-empty mapping of setting to value")
+        for key, value in given.items():
+            if key not in takes:
+                raise BenchError(f"rescue: {system} has no setting {key!r}; it takes "
+                                 f"{', '.join(takes) or 'none'}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise BenchError(f"rescue: {system}'s {key} must be a number >= 0, got {value!r}")
+        out[system] = dict(given)
+    return out
 
 
 def _checked(raw: Any, load: float, instances: int) -> tuple[Phase, ...]:
@@ -141,7 +183,8 @@ def _checked(raw: Any, load: float, instances: int) -> tuple[Phase, ...]:
 CELLS: Schema = {
     "backend": (pl.String, "provision backend"),
     "system": (pl.String, "system under test (queues.QUEUES)"),
-    "variant": (pl.String, "faults | control (the same phases, no fault)"),
+    "variant": (pl.String, "faults | control (the same phases, no fault) | rescue | rescue_control (at the "
+                           "rescue settings its docs advise, the rescue scenario)"),
     "round": (pl.Int64, "0, 1, ...: each round runs every cell once"),
     "server_major": (pl.Int64, "PostgreSQL major version of the server"),
     "reference_jobs_s": (pl.Float64, "the capacity the rate is a multiple of (jobs/s)"),
@@ -160,6 +203,7 @@ CELLS: Schema = {
     "worker_exits": (pl.Int64, "instances that exited by themselves (the supervisor started them again)"),
     "seconds": (pl.Float64, "the cell's phases, first to last"),
     "settings": (pl.String, "JSON: the settings the instances reported (work reply), rescue settings among them"),
+    "asked": (pl.String, "JSON: the settings the cell asked for (BENCH_SETTINGS; a rescue cell's), null: defaults"),
     "hello": (pl.String, "JSON: what the system said of itself (version, settings in words)"),
     "errors": (pl.String, "errors the instances and the producer reported (first few)"),
     "error": (pl.String, "why the cell failed (null when it did not)"),
@@ -218,15 +262,22 @@ def reference(p: Params, system: str) -> tuple[float, int | None]:
     """The system's reference rate (jobs/s) and the batch its workers ask for."""
     if p.reference_jobs_s is not None:
         return p.reference_jobs_s, None
-    return _reference_table(p.capacity_profile)[system]
+    return p.references[system]
 
 
 def rate(p: Params, system: str) -> float:
     return min(p.max_rate, p.load * reference(p, system)[0])
 
 
-def judged(p: Params) -> tuple[str, ...]:
-    return tuple(ph.name for ph in p.phases if ph.kind == "fault")
+def judged(ran: tuple[Phase, ...]) -> tuple[str, ...]:
+    return tuple(ph.name for ph in ran if ph.kind == "fault")
+
+
+def variants(p: Params, system: str) -> tuple[str, ...]:
+    """The cells a system runs each round: faults and their control, and its rescue pair."""
+    ran = [v for v in VARIANTS if (p.control or v in ("faults", "rescue"))
+           and (not v.startswith("rescue") or system in (p.rescue or {}))]
+    return tuple(ran)
 
 
 # --- what the runner needs (runner.Study) ---------------------------------------------
@@ -253,18 +304,26 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 
 def max_jobs(p: Params) -> int:
-    return int(max(rate(p, s) for s in p.systems) * scenario.seconds(p.phases)) + 1
+    longest = max(scenario.seconds(p.phases_of(v)) for v in ("faults", "rescue"))
+    return int(max(rate(p, s) for s in p.systems) * longest) + 1
 
 
 def _code(system: str) -> tuple[str, ...]:
     return (__file__, timeline.__file__, engine.__file__, faults.__file__, fleet.__file__, scenario.__file__,
-            *queues.code_files(system), instance.__file__)
+            *queues.code_files(system), *getattr(queues.QUEUES[system], "settings_code", ()), instance.__file__)
 
 
 def cells(p: Params) -> list[Cell]:
-    variants = VARIANTS if p.control else VARIANTS[:1]
     return [Cell({"system": s, "variant": v, "round": r, "rate_jobs_s": round(rate(p, s), 3)}, _code(s))
-            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1]) for v in variants]
+            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1]) for v in variants(p, s)]
+
+
+def _system(p: Params, name: str, variant: str) -> Any:
+    """The system's process form; in a rescue cell, with its rescue settings (BENCH_SETTINGS)."""
+    cls = instance.as_process(name)
+    if variant.startswith("rescue"):
+        cls = type(cls.__name__, (cls,), {"overrides": {**cls.overrides, **p.rescue[name]}})
+    return cls()
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
@@ -281,10 +340,11 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         finally:
             await conn.close()
     ref, batch = reference(p, name)
-    phases = p.phases if variant == "faults" else scenario.without_faults(p.phases)
+    ran_phases = p.phases_of(variant)
     scale = cell.parts["rate_jobs_s"] / (p.load * ref)  # 1, or less where max_rate caps the offered rate
-    plan = engine.CellPlan(phases, ref * scale, p.instances, p.workers, batch, p.restart_after_s, judged(p))
-    system = instance.as_process(name)()
+    plan = engine.CellPlan(ran_phases, ref * scale, p.instances, p.workers, batch, p.restart_after_s,
+                           judged(p.phases_of(FAULTS_OF.get(variant, variant))))
+    system = _system(p, name, variant)
     started_at = utc_now()
     ran = await engine.run_cell(system, target, plan, timeline.mark)
     every = engine.Jobs.of(ran.ledger)
@@ -294,8 +354,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     fault_rows = [common | r for r in engine.account(jobs, ran.spans, plan.judged, ran.refused_ns, ran.exits,
                                                      ran.start_ns, ran.end_ns)]
     series = engine.per_second(jobs, ran.start_ns, ran.end_ns)
-    bounds = [(s.start_ns - ran.start_ns, s.phase.name) for s in ran.spans]
-    seconds = [common | {"t_s": float(t), "phase": _phase_at(t, bounds), "acked": int(a), "completed": int(c),
+    starts = [((s.start_ns - ran.start_ns) / 1e9, s.phase.name) for s in ran.spans]
+    seconds = [common | {"t_s": float(t), "phase": phases.named_at(t, starts), "acked": int(a), "completed": int(c),
                          "handlings": int(h)}
                for t, a, c, h in zip(series["t_s"], series["acked"], series["completed"], series["handlings"])]
     errors = ran.errors + ran.producer_errors
@@ -307,19 +367,12 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         "duplicates": int((count[count > 1] - 1).sum()), "drained": ran.drained, "worker_exits": len(ran.exits),
         "after_drain": len(every.handled_ns) - len(jobs.handled_ns),
         "seconds": (ran.end_ns - ran.start_ns) / 1e9, "settings": json.dumps(ran.settings, sort_keys=True),
+        "asked": json.dumps(system.overrides, sort_keys=True) if system.overrides else None,
         "hello": json.dumps(ran.hello, sort_keys=True), "errors": " | ".join(dict.fromkeys(errors))[:2000] or None,
         "started_at": started_at,
     }
     step()
     return {"cells": [row], "faults": fault_rows, "seconds": seconds}
-
-
-def _phase_at(t_ns: float, bounds: list[tuple[int, str]]) -> str:
-    name = bounds[0][1]
-    for start, ph in bounds:
-        if t_ns * 1e9 >= start:
-            name = ph
-    return name
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:

@@ -69,6 +69,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                             "faults": names(list(dict.fromkeys(f.replace("_", " ") for r in left.values()
                                                                for f in r["unfinished_by"])))},
                            cells=tuple(f"postgres/{s}" for s in left)))
+    out += _rescue_findings(tables)
     twice = {s: r for s, r in summary.items() if r["duplicates"]}
     if twice:
         out.append(Finding("chaos", "{who} ran some jobs twice, {n} in all: at-least-once delivery, as their "
@@ -76,6 +77,33 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            {"who": names(list(twice)), "n": sum(r["duplicates"] for r in twice.values())},
                            cells=tuple(f"postgres/{s}" for s in twice)))
     return out
+
+
+def _rescue_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
+    """At the rescue settings their docs advise: of the systems whose faults stranded jobs (the
+    rescue had something to do), who then handled every one by the cell's end, and who did not."""
+    v = analysis.verdicts(tables["cells"], tables["faults"], "rescue")
+    if not v.height:
+        return []
+    judged = v.filter((pl.col("round") == 0) & ~pl.col("verdict").is_in(analysis.NOT_JUDGED))
+    if not judged.height:
+        return []
+    by = {s: part for (s,), part in judged.group_by("system", maintain_order=True)}
+    idle = [s for s, part in by.items() if not part["stranded"].sum()]
+    done = [s for s, part in by.items() if part["stranded"].sum() and not part["unfinished"].sum()]
+    left = [f"{s} ({int(part['unfinished'].sum()):,} unfinished)" for s, part in by.items() if part["unfinished"].sum()]
+    faults = names(list(dict.fromkeys(f.replace("_", " ") for f in judged["fault"])))
+    text = "At the rescue settings their docs advise, through {faults}: "
+    parts = []
+    if done:
+        parts.append("{done} handled every job the fault stranded by the cell's end")
+    if left:
+        parts.append("{left} did not")
+    if idle:
+        parts.append("the faults stranded no job of {idle}, so their rescue was not exercised")
+    return [Finding("chaos", text + "; ".join(parts) + ".",
+                    {"faults": faults, "done": names(done), "left": names(left), "idle": names(idle)},
+                    interval="one run per system", cells=tuple(f"postgres/{s}" for s in by))]
 
 
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
@@ -92,6 +120,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "figures": {"chaos_timelines": figure("chaos_timelines", charts.timelines(tables["seconds"], faults, v))},
         "matrix": analysis.matrix(v).markdown(),
         "settings": analysis.settings_table(cells).markdown(),
+        "rescue": analysis.rescue_table(cells, faults).markdown() if analysis.verdicts(cells, faults, "rescue").height else None,
+        "rescue_scenario": params.get("rescue_scenario") or [],
         "scenario": params.get("scenario") or [],
         "params": params,
         "harness": [s for s, r in analysis.summary(v).items() if r["harness"]],

@@ -11,20 +11,38 @@ const SCHEMA = 'pgboss'
 const QUEUE = 'bench'
 // pg-boss's defaults, set explicitly so hello reports what actually runs; BENCH_SETTINGS
 // may override the polling interval (pg-boss 10.4.2 refuses less than 0.5 s: its
-// POLICY.MIN_POLLING_INTERVAL_MS, src/attorney.js; Node's timers end at 2^31 - 1 ms).
+// POLICY.MIN_POLLING_INTERVAL_MS, src/attorney.js; Node's timers end at 2^31 - 1 ms), and the
+// two settings that decide when a dead worker's active job runs again: its expiry, and how
+// often the maintenance that expires it runs (src/attorney.js refuses either under 1 s or
+// from 24 h, POLICY.MAX_EXPIRATION_HOURS).
+const underADay = v => typeof v === 'number' && v >= 1 && v < 24 * 3600
 const { values: SETTINGS, refusal } = readSettings({
   polling_interval_s: { // each work() loop sleeps this long minus its fetch's duration
     value: 2,
     range: 'a number from 0.5 to 2147483.647',
     ok: v => typeof v === 'number' && v >= 0.5 && v <= 2147483.647
+  },
+  expire_in_s: { // an active job older than this is set to retry (or failed) by maintenance
+    value: 15 * 60,
+    range: 'a number from 1 to under 86400 (24 h)',
+    ok: underADay
+  },
+  maintenance_interval_s: { // each PgBoss with supervise runs expiry and archiving this often
+    value: 120,
+    range: 'a number from 1 to under 86400 (24 h)',
+    ok: underADay
   }
 })
 const POLLING_INTERVAL_S = SETTINGS.polling_interval_s
 const CONFIG = { // given to every PgBoss: the producer's stamps each job it inserts
   schema: SCHEMA,
-  expireInSeconds: 15 * 60, // an active job is expired, then retried, after this
+  // insert() gives each job this (plans.js insertJobs: the job's own expireInSeconds, else its
+  // queue's, else this; our queue and jobs set none), so it reaches every job we enqueue
+  expireInSeconds: SETTINGS.expire_in_s, // an active job is expired, then retried, after this
   retryLimit: 2,
-  maintenanceIntervalSeconds: 120, // expiry and archiving run this often
+  // workers' PgBoss only (the producer's has supervise: false); one run per interval across
+  // them all (pgboss.version.maintained_on), and the first one interval after start
+  maintenanceIntervalSeconds: SETTINGS.maintenance_interval_s, // expiry and archiving run this often
   archiveCompletedAfterSeconds: 12 * 3600 // completed jobs move to pgboss.archive after this
 }
 // v10 keeps each queue's jobs in a partition of pgboss.job named after its hash.
@@ -161,9 +179,9 @@ const hello = () => ({
     batch_size: 'batch', // work() option batchSize
     workers: 'concurrency', // one work() call each
     ceiling_jobs_per_s: 'concurrency * batch_size / polling_interval_s',
-    expire_in_s: CONFIG.expireInSeconds, // also how long a killed worker's jobs stay active
+    expire_in_s: CONFIG.expireInSeconds, // also how long a killed worker's jobs stay active (BENCH_SETTINGS)
     retry_limit: CONFIG.retryLimit,
-    maintenance_interval_s: CONFIG.maintenanceIntervalSeconds,
+    maintenance_interval_s: CONFIG.maintenanceIntervalSeconds, // (BENCH_SETTINGS)
     archive_completed_after_s: CONFIG.archiveCompletedAfterSeconds,
     pool_max_conns: 'max(10, concurrency + 2)',
     listen_notify: false

@@ -1,11 +1,6 @@
 package main
 
-import (
-	"runtime/debug"
-	"time"
-
-	"github.com/riverqueue/river"
-)
+import "runtime/debug"
 
 // Hello is the adapter's first line: what runs, with every setting that bounds
 // throughput (River's defaults, read from its constants where it exports them).
@@ -25,10 +20,14 @@ func (s *system) Hello() map[string]any {
 			"ceiling_jobs_per_s": "max_workers * 1000 / fetch_cooldown_ms",
 			// River's internal batch completer marks jobs completed every 250 ms, or
 			// on its 50 ms tick once 100 wait: not configurable, and workers do not wait for it
-			"completer_flush_interval_ms":   250,
-			"completer_flush_at_jobs":       100,
-			"rescue_stuck_jobs_after_s":     3600, // RescueStuckJobsAfter default: a killed worker's running jobs wait this long
-			"job_timeout_s":                 int64(river.JobTimeoutDefault / time.Second),
+			"completer_flush_interval_ms": 250,
+			"completer_flush_at_jobs":     100,
+			// BENCH_SETTINGS may override these two (whole seconds; the rescue no shorter than the
+			// timeout; job_timeout_s -1: none, and no rescue): a killed or stopped worker's running
+			// jobs wait this long, then up to 30 s for the leader's rescuer (not configurable), about
+			// 1 s of retry backoff and up to 5 s for River's scheduler to make them available again
+			"rescue_stuck_jobs_after_s":     seconds(s.settings.RescueStuckJobsAfter),
+			"job_timeout_s":                 seconds(s.settings.JobTimeout),
 			"completed_job_retention_s":     86400, // completed rows stay in river_job this long
 			"insert_notify_min_interval_ms": s.settings.FetchCooldown.Milliseconds(),
 			"pool_max_conns":                poolMaxConns,

@@ -59,10 +59,12 @@ func newSystem(ctx context.Context, dsn string, w *writer) (*system, error) {
 }
 
 // config is a river.Config with the settings: the insert client's FetchCooldown is the
-// minimum interval of its insert NOTIFYs, so it takes the workers' value too.
+// minimum interval of its insert NOTIFYs, so it takes the workers' value too. The rescue
+// settings matter only to a started client's leader; the insert client is validated with them.
 func (s *system) config() *river.Config {
 	return &river.Config{Schema: schema, Logger: s.logger,
-		FetchCooldown: s.settings.FetchCooldown, FetchPollInterval: s.settings.FetchPollInterval}
+		FetchCooldown: s.settings.FetchCooldown, FetchPollInterval: s.settings.FetchPollInterval,
+		JobTimeout: s.settings.JobTimeout, RescueStuckJobsAfter: s.settings.RescueStuckJobsAfter}
 }
 
 // connect opens a fresh pool. pgx caches prepared statements per connection, and

@@ -1,7 +1,7 @@
 package main
 
 // BENCH_SETTINGS (../CONTRACT.md): a JSON object that overrides the settings that bound
-// River's throughput, by the names the hello reports. A key we do not know, or a value
+// River's throughput or when it rescues a dead worker's jobs, by the names the hello reports. A key we do not know, or a value
 // River would refuse, is not ignored: the adapter still says hello, then answers every
 // request with one line naming it.
 
@@ -22,30 +22,66 @@ import (
 type settings struct {
 	FetchCooldown     time.Duration // at most one fetch per cooldown; also the insert client's NOTIFY limit
 	FetchPollInterval time.Duration // fallback poll when no NOTIFY arrives
+	// A running job whose attempt began longer than RescueStuckJobsAfter ago (a SIGKILLed or
+	// SIGSTOPped worker's) is set retryable by the leader's rescuer, which runs every 30 s
+	// (maintenance.JobRescuerIntervalDefault; no Config field sets it) and skips a job younger
+	// than JobTimeout, and every job when JobTimeout is -1 (job_rescuer.go makeRetryDecision).
+	JobTimeout           time.Duration // -1: no timeout (and no rescue)
+	RescueStuckJobsAfter time.Duration
 }
 
-// A duration in whole milliseconds, from River's minimum (FetchCooldownMin and
-// FetchPollIntervalMin, 1 ms in v0.51.1) to the largest a time.Duration holds.
-type msSetting struct {
-	min   time.Duration
-	field func(*settings) *time.Duration
+// River's JobRescuerRescueAfterDefault (internal/maintenance/job_rescuer.go, not exported):
+// RescueStuckJobsAfter's default, or JobTimeout plus this when only JobTimeout is set.
+const rescueAfterDefault = time.Hour
+
+// A duration in whole units (ms or s), from a minimum to the largest a time.Duration holds;
+// `infinite`: -1 is accepted too, River's "no limit".
+type durationSetting struct {
+	unit     time.Duration
+	min      time.Duration
+	max      int64 // in units
+	infinite bool
+	field    func(*settings) *time.Duration
 }
 
-const maxMs = math.MaxInt64 / int64(time.Millisecond)
+const (
+	maxMs = math.MaxInt64 / int64(time.Millisecond)
+	maxS  = math.MaxInt64 / int64(time.Second)
+	// so that River's default rescue, job timeout + 1 h, still fits a time.Duration
+	maxJobTimeoutS = maxS - int64(rescueAfterDefault/time.Second)
+)
 
-var accepted = map[string]msSetting{
-	"fetch_cooldown_ms":      {river.FetchCooldownMin, func(s *settings) *time.Duration { return &s.FetchCooldown }},
-	"fetch_poll_interval_ms": {river.FetchPollIntervalMin, func(s *settings) *time.Duration { return &s.FetchPollInterval }},
+// The fetch settings' minimum is River's (FetchCooldownMin and FetchPollIntervalMin, 1 ms in
+// v0.51.1). River reads 0 as "its default" for the two rescue settings, so they start at 1 s:
+// a 0 here would report a value River does not run.
+var accepted = map[string]durationSetting{
+	"fetch_cooldown_ms":         {time.Millisecond, river.FetchCooldownMin, maxMs, false, func(s *settings) *time.Duration { return &s.FetchCooldown }},
+	"fetch_poll_interval_ms":    {time.Millisecond, river.FetchPollIntervalMin, maxMs, false, func(s *settings) *time.Duration { return &s.FetchPollInterval }},
+	"job_timeout_s":             {time.Second, time.Second, maxJobTimeoutS, true, func(s *settings) *time.Duration { return &s.JobTimeout }},
+	"rescue_stuck_jobs_after_s": {time.Second, time.Second, maxS, false, func(s *settings) *time.Duration { return &s.RescueStuckJobsAfter }},
 }
 
-func (m msSetting) rangeText() string {
-	return fmt.Sprintf("an integer from %d to %d", m.min.Milliseconds(), maxMs)
+func (m durationSetting) rangeText() string {
+	text := fmt.Sprintf("an integer from %d to %d", int64(m.min/m.unit), m.max)
+	if m.infinite {
+		text = "-1 (no timeout: River then never rescues a stuck job) or " + text
+	}
+	return text
+}
+
+// seconds is a duration as the hello reports it: whole seconds, -1 for River's "no timeout".
+func seconds(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return int64(d / time.Second)
 }
 
 // readSettings returns River's defaults with BENCH_SETTINGS applied, and a one-line
 // refusal ("" when every key is known and every value accepted).
 func readSettings(text string) (settings, string) {
-	defaults := settings{FetchCooldown: river.FetchCooldownDefault, FetchPollInterval: river.FetchPollIntervalDefault}
+	defaults := settings{FetchCooldown: river.FetchCooldownDefault, FetchPollInterval: river.FetchPollIntervalDefault,
+		JobTimeout: river.JobTimeoutDefault, RescueStuckJobsAfter: rescueAfterDefault}
 	s := defaults
 	if strings.TrimSpace(text) == "" {
 		return s, ""
@@ -77,16 +113,34 @@ func readSettings(text string) (settings, string) {
 		} else {
 			err = fmt.Errorf("not a number")
 		}
-		if err != nil || v < setting.min.Milliseconds() || v > maxMs {
+		if setting.infinite && err == nil && v == -1 {
+			*setting.field(&s) = -1
+			continue
+		}
+		if err != nil || v < int64(setting.min/setting.unit) || v > setting.max {
 			problems = append(problems, fmt.Sprintf("%s must be %s, got %s", name, setting.rangeText(), raw))
 			continue
 		}
-		*setting.field(&s) = time.Duration(v) * time.Millisecond
+		*setting.field(&s) = time.Duration(v) * setting.unit
+	}
+	// River's Config.WithDefaults: with JobTimeout set and RescueStuckJobsAfter not, the rescue
+	// default is JobTimeout + 1 h (its code does so for any JobTimeout over 0, its comment says over 1 h)
+	if !isSet(requested, "rescue_stuck_jobs_after_s") && isSet(requested, "job_timeout_s") && s.JobTimeout > 0 {
+		s.RescueStuckJobsAfter = s.JobTimeout + rescueAfterDefault
 	}
 	// River's Config.validate: "FetchPollInterval cannot be shorter than FetchCooldown"
 	if len(problems) == 0 && s.FetchPollInterval < s.FetchCooldown {
 		problems = append(problems, fmt.Sprintf("fetch_poll_interval_ms (%d) cannot be shorter than fetch_cooldown_ms (%d), as River requires",
 			s.FetchPollInterval.Milliseconds(), s.FetchCooldown.Milliseconds()))
+	}
+	// River's Config.validate: "RescueStuckJobsAfter cannot be less than JobTimeout" (equal is allowed; a JobTimeout of -1 passes)
+	if len(problems) == 0 && s.RescueStuckJobsAfter < s.JobTimeout {
+		whose := ""
+		if !isSet(requested, "job_timeout_s") {
+			whose = ", River's default"
+		}
+		problems = append(problems, fmt.Sprintf("rescue_stuck_jobs_after_s (%d) cannot be less than job_timeout_s (%d%s), as River requires",
+			seconds(s.RescueStuckJobsAfter), seconds(s.JobTimeout), whose))
 	}
 	if len(problems) > 0 { // nothing applied: the hello reports the defaults
 		return defaults, oneLine("BENCH_SETTINGS: " + strings.Join(problems, "; "))
@@ -105,6 +159,11 @@ func acceptedText() string {
 		parts[i] = fmt.Sprintf("%s (%s)", name, accepted[name].rangeText())
 	}
 	return strings.Join(parts, ", ")
+}
+
+func isSet(requested map[string]json.RawMessage, name string) bool {
+	_, ok := requested[name]
+	return ok
 }
 
 func settingsFromEnv() (settings, string) { return readSettings(os.Getenv("BENCH_SETTINGS")) }

@@ -32,12 +32,16 @@ import asyncpg
 
 from benchlib.errors import BenchError, shown
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
+from benchlib.queues.jsonlines import ANSWER_DEADLINE_S
+from benchlib.workload.fleet import KILL_DEADLINE_S
 
 HARNESS_APP = "benchlib-harness"
 HOLDER_APP = "benchlib-holder"
 GONE_DEADLINE_S = 10.0  # a killed worker's backends end when the server reads the closed socket: well under a second
 SERVER_DEADLINE_S = 120.0
-ROUND_DEADLINE_S = 60.0  # a repeating fault's last round: a kill, its check and a restart, each bounded
+# a repeating fault's last round: a kill and its reap, its backends' check, and a restart (a hello
+# and a `work` answer), each bounded by its own deadline
+ROUND_DEADLINE_S = KILL_DEADLINE_S + GONE_DEADLINE_S + 2 * ANSWER_DEADLINE_S + 10.0
 MAX_HELD = 10_000  # idle sessions connection_exhaustion opens at most (max_connections is far below)
 
 
@@ -155,6 +159,7 @@ class _Repeating(Fault):
             async with asyncio.timeout(ROUND_DEADLINE_S):
                 await self.task  # the round under way finishes; its error is raised here
         except TimeoutError:  # the timeout cancelled the loop
+            await asyncio.gather(self.task, return_exceptions=True)
             self.note(f"a round was still under way {ROUND_DEADLINE_S:g} s after the phase ended", ok=False)
 
 

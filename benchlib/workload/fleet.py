@@ -180,28 +180,31 @@ class Fleet:
         m.adapter = m.stack = m.watcher = None
 
     async def kill(self, i: int) -> dict[str, Any]:
-        """SIGKILL instance i's process group; returns its pid and how long until it was reaped."""
-        m = self.members[i]
-        pid = self.pid(i)
-        if pid is None:
-            return {"pid": None, "seconds": 0.0}
-        m.expected_exit = m.killed = True
-        t0 = time.monotonic()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        # shielded: a caller cancelled between the kill and the reap would leave an instance that
-        # `pid()` still takes for running, and that nobody starts again
-        return await asyncio.shield(self._reaped(i, pid, t0))
+        """SIGKILL instance i's process group; returns its pid and how long until it was reaped.
 
-    async def _reaped(self, i: int, pid: int, t0: float) -> dict[str, Any]:
-        async with asyncio.timeout(KILL_DEADLINE_S):
-            await self.members[i].adapter.proc.wait()
-        took = time.monotonic() - t0
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, 0)  # anything left in its group is gone too, or this raises
-            raise RuntimeError(f"instance {i}: a process of group {pid} outlived its SIGKILL")
-        await self._discard(i)
-        return {"pid": pid, "seconds": took}
+        The kill, the reap and the discard run under the instance's lock and shielded: a caller
+        cancelled half-way (a deadline, Ctrl-C) cannot leave a dead instance that `pid()` still
+        takes for running, and no start (a fault's, the supervisor's, close()'s stop) comes between."""
+        return await asyncio.shield(self._kill(i))
+
+    async def _kill(self, i: int) -> dict[str, Any]:
+        m = self.members[i]
+        async with m.lock:
+            pid = self.pid(i)
+            if pid is None:
+                return {"pid": None, "seconds": 0.0}
+            m.expected_exit = m.killed = True
+            t0 = time.monotonic()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            async with asyncio.timeout(KILL_DEADLINE_S):
+                await m.adapter.proc.wait()
+            took = time.monotonic() - t0
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, 0)  # anything left in its group is gone too, or this raises
+                raise RuntimeError(f"instance {i}: a process of group {pid} outlived its SIGKILL")
+            await self._discard(i)
+            return {"pid": pid, "seconds": took}
 
     def _group(self, i: int) -> list[psutil.Process]:
         pid = self.pid(i)

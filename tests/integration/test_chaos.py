@@ -190,3 +190,32 @@ def test_the_smoke_profile_is_valid_data():
     for run in sweeps.load("chaos", "smoke"):
         params = chaos.Params(**{k: v for k, v in run.items() if k in chaos.Params.__dataclass_fields__})
         assert json.dumps(params.scenario)
+
+
+async def test_a_kill_cancelled_half_way_still_leaves_the_instance_startable(pg_db):
+    """A caller cancelled between the SIGKILL and the reap (a deadline, Ctrl-C): the reap still
+    happens before anything can start the instance, so `ensure` starts a new process instead of
+    taking the dead one for alive."""
+    from benchlib.workload.engine import Producer, Ran
+    from benchlib.workload.fleet import Fleet
+    from benchlib.workload.ledger import Ledger
+
+    system = fake()
+    ran = Ran(ledger=Ledger(by_seq=True), spans=[], start_ns=0, end_ns=0)
+    producer = Producer(system, pg_db, ran)
+    fleet = Fleet(system, pg_db, 1, 1, None, lambda seq, t_ns=None: None, timeline.mark, restart_after_s=30)
+    try:
+        await (await producer.open()).install()
+        await fleet.start(0)
+        dead = fleet.pid(0)
+        killing = asyncio.create_task(fleet.kill(0))
+        await asyncio.sleep(0)  # the kill under way: SIGKILL sent, not yet reaped
+        killing.cancel()
+        await asyncio.gather(killing, return_exceptions=True)
+        await fleet.ensure(0)
+        alive = fleet.pid(0)
+        assert alive is not None and alive != dead, "the dead instance was taken for alive"
+        assert psutil.pid_exists(alive) and psutil.Process(alive).status() != psutil.STATUS_ZOMBIE
+    finally:
+        await fleet.close()
+        await producer.close()

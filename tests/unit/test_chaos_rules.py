@@ -218,8 +218,8 @@ def test_a_rescue_run_is_judged_against_its_own_control():
     assert analysis.verdicts(cells, faults, "rescue")["verdict"].to_list() == [analysis.HARNESS]
     assert analysis.totals({"cells": cells})["duplicates"] == 1  # both controls are the sweep's accounting
     table = analysis.rescue_table(cells, faults).rows
-    assert table == [{"system": "x", "fault": "kill worker", "at defaults": "2 unfinished; 2 stranded",
-                      "at the rescue settings": "control failed", "rescue settings": "lease_s 5"}]
+    assert table == [{"system": "x", "fault": "kill worker", "at defaults": "2 unfinished",
+                      "rescue switched on": "control failed", "rescue settings": "lease_s 5"}]
 
 
 def test_only_the_systems_given_a_rescue_setting_run_the_rescue_pair():
@@ -238,8 +238,37 @@ def test_only_the_systems_given_a_rescue_setting_run_the_rescue_pair():
     ({"pgqrs": {"no_such": 1}}, "pgqrs has no setting 'no_such'"),
     ({"pgqrs": {}}, "non-empty mapping"),
     ({"pgqrs": {"reclaim_every_s": "5"}}, "must be a number"),
+    ({"pgqrs": {"reclaim_every_s": float("nan")}}, "must be a number"),
+    ({"pgqrs": {"reclaim_after_s": 15}}, "reclaim_after_s needs reclaim_every_s"),  # the system's own rules
+    ({"procrastinate": {"stalled_retry_every_s": 7}}, "stalled_retry_every_s must be whole seconds"),
     (["pgqrs"], "must be a mapping"),
 ])
 def test_a_bad_rescue_setting_is_a_one_line_error_before_any_server(rescue, says):
     with pytest.raises(BenchError, match=says):
-        Params(systems=["skip_locked", "pgqrs"], reference_jobs_s=10, rescue=rescue)
+        Params(systems=["skip_locked", "pgqrs", "procrastinate"], reference_jobs_s=10, rescue=rescue)
+
+
+def test_the_rescue_finding_compares_each_fault_with_itself_at_defaults():
+    """The rescue run's faults against the same faults at defaults (a repeated kill at defaults is
+    another fault, not compared); where neither left a job, the finding says the run shows no rescue."""
+    from benchlib.studies.chaos import report
+
+    base = {"round": 0, "error": None, "unfinished": 0, "duplicates": 0, "refused": 0, "worker_exits": 0, "asked": None}
+    cells = pl.DataFrame([base | {"system": s, "variant": v} for s in ("a", "b")
+                          for v in ("faults", "control", "rescue", "rescue_control")])
+    row = {"round": 0, "fault_ok": True, "unfinished": 0, "duplicates": 0, "recovered_s": 1.0, "worker_exits": 0}
+    rows = [row | {"system": "a", "variant": "faults", "phase": "kills", "fault": "repeated_kill", "unfinished": 8},
+            row | {"system": "a", "variant": "faults", "phase": "pause", "fault": "pause_worker", "unfinished": 2},
+            row | {"system": "a", "variant": "rescue", "phase": "kill", "fault": "kill_worker"},
+            row | {"system": "a", "variant": "rescue", "phase": "pause", "fault": "pause_worker"},
+            row | {"system": "b", "variant": "rescue", "phase": "kill", "fault": "kill_worker", "unfinished": 3},
+            row | {"system": "b", "variant": "rescue", "phase": "pause", "fault": "pause_worker"}]
+    (finding,) = report._rescue_findings({"cells": cells, "faults": pl.DataFrame(rows)})
+    text = finding.text()
+    assert text.startswith("Through a kill and a pause at their defaults, a (2 after the pause) "
+                           "left jobs unfinished.")  # not the repeated kill's 8
+    assert "a left none; still unfinished: b (3 after the kill)" in text
+    quiet = pl.DataFrame([r for r in rows if r["variant"] == "rescue" and r["system"] == "a"])
+    (none,) = report._rescue_findings({"cells": cells, "faults": quiet})
+    assert "none of a left a job unfinished in this run" in none.text()
+    assert none.text().endswith("so this run does not show the rescue at work (one run per system).")

@@ -18,14 +18,12 @@ from typing import Any
 
 import polars as pl
 
+from benchlib.studies.chaos.measure import CONTROL_OF, FAULTS_OF
 from benchlib.tables import Table
 
 OK, SLOW, UNFINISHED, UNCHECKED, HARNESS, NO_CONTROL = ("survived", "slow", "unfinished", "unverified",
                                                         "control failed", "no control")
 NOT_JUDGED = (UNCHECKED, HARNESS, NO_CONTROL)
-# a cell with faults -> its null-fault control: at library defaults, and at the rescue settings
-CONTROL_OF = {"faults": "control", "rescue": "rescue_control"}
-FAULTS_OF = {control: faults for faults, control in CONTROL_OF.items()}
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -102,9 +100,8 @@ def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def cell_text(r: dict[str, Any], stranded: bool = False) -> str:
-    """What one system did under one fault, in a table cell (with `stranded`: how many jobs the
-    fault left outstanding at its window's end, and when the last of its jobs was handled)."""
+def cell_text(r: dict[str, Any]) -> str:
+    """What one system did under one fault, in a table cell."""
     if r["verdict"] == UNCHECKED:
         return "fault not verified"
     if r["verdict"] in (HARNESS, NO_CONTROL):
@@ -120,9 +117,6 @@ def cell_text(r: dict[str, Any], stranded: bool = False) -> str:
         parts.append(f"{r['duplicates']:,} twice")
     if r["worker_exits"]:
         parts.append(f"{r['worker_exits']} exit(s)")
-    if stranded:
-        parts.append(f"{r['stranded']:,} stranded" + (f", the last handled {r['last_done_s']:.0f} s after"
-                                                       if r["stranded"] and r["last_done_s"] is not None else ""))
     return "; ".join(parts)
 
 
@@ -141,15 +135,20 @@ def matrix(v: pl.DataFrame) -> Table:
     return Table(rows, columns=["system", *(names[p].replace("_", " ") for p in phases)])
 
 
+def _pairs(settings: dict[str, Any], skip: tuple[str, ...] = ()) -> str:
+    """Settings as `key value, ...` in key order."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()) if k not in skip)
+
+
 def _asked(text: str | None) -> str:
     import json
 
-    return ", ".join(f"{k} {v}" for k, v in sorted(json.loads(text or "{}").items())) or "defaults"
+    return _pairs(json.loads(text or "{}")) or "defaults"
 
 
 def rescue_table(cells: pl.DataFrame, faults: pl.DataFrame) -> Table:
-    """Per system run at its production rescue settings, per fault (round 0): what it did at its
-    defaults (the faults run) and at those settings (the rescue run), with the jobs stranded."""
+    """Per system run with its rescue switched on, per fault (round 0): what it did at its defaults
+    (the faults run) and with the rescue on (the rescue run)."""
     rescued = verdicts(cells, faults, "rescue")
     if not rescued.height:
         return Table([], columns=["system"])
@@ -160,8 +159,8 @@ def rescue_table(cells: pl.DataFrame, faults: pl.DataFrame) -> Table:
         before = defaults.filter((pl.col("system") == r["system"]) & (pl.col("fault") == r["fault"])) \
             if defaults.height else defaults
         rows.append({"system": r["system"], "fault": r["fault"].replace("_", " "),
-                     "at defaults": cell_text(before.row(0, named=True), stranded=True) if before.height else "–",
-                     "at the rescue settings": cell_text(r, stranded=True),
+                     "at defaults": cell_text(before.row(0, named=True)) if before.height else "–",
+                     "rescue switched on": cell_text(r),
                      "rescue settings": _asked(asked.get(r["system"]))})
     return Table(rows)
 
@@ -184,7 +183,7 @@ def settings_table(cells: pl.DataFrame) -> Table:
     rows = []
     for r in _ok_cells(cells).filter(pl.col("variant").is_in(list(CONTROL_OF)) & (pl.col("round") == 0)).iter_rows(named=True):
         said = json.loads(r["settings"] or "{}")
-        shown = ", ".join(f"{k} {v}" for k, v in sorted(said.items()) if k not in ("workers", "batch_jobs", "consumers"))
+        shown = _pairs(said, skip=("workers", "batch_jobs", "consumers"))
         rows.append({"system": r["system"] + (" (rescue)" if r["variant"] == "rescue" else ""), "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
                      "reference jobs/s": f"{r['reference_jobs_s']:,.0f}",
                      "fetch size": "default" if r["batch"] is None else str(r["batch"]),
@@ -194,5 +193,5 @@ def settings_table(cells: pl.DataFrame) -> Table:
     return Table(rows)
 
 
-__all__ = ["CONTROL_OF", "FAULTS_OF", "HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED",
+__all__ = ["HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED",
            "cell_text", "control_clean", "matrix", "rescue_table", "settings_table", "summary", "totals", "verdicts"]

@@ -9,17 +9,18 @@ counted by its sequence number (METHOD.md, rule 2): one cell is one system under
 measured capacity (below it, so a failure to recover is the fault's, not an overload's), and
 the faults of workload/faults.py, each checked (the killed PID and its backends gone).
 
-Each system runs the scenario twice per round: with its faults (`variant: faults`) and as the
-null-fault control (`variant: control`, the same phases with no fault), so an error of our
+Each system runs the scenario with its faults (`variant: faults`) and as the null-fault control (`variant: control`, the same phases with no fault), so an error of our
 adapter shows in the control and is never charged to the library. Systems run at their library
 defaults; the rescue settings in force are the ones each instance's hello and `work` reply say.
-A system listed in `rescue` runs a second pair (`rescue`, `rescue_control`) at the rescue setting
-its docs advise for production (BENCH_SETTINGS, CONTRACT.md), through `rescue_scenario`: the
-faults such a setting changes (a worker killed or paused), with recoveries long enough for it.
+A system listed in `rescue` runs a second pair (`rescue`, `rescue_control`) with the rescue its
+docs describe for production switched on and shortened to fit a cell (BENCH_SETTINGS,
+CONTRACT.md), through `rescue_scenario`: the faults such a setting changes (a worker killed or
+paused), with recoveries long enough for it.
 """
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,14 +31,17 @@ from benchlib import outputs, queues, timeline
 from benchlib import params as check
 from benchlib.errors import BenchError
 from benchlib.queues import instance
+from benchlib.queues.jsonlines import JsonLinesSystem
 from benchlib.results import Schema, load_profile, utc_now
 from benchlib.runner import Cell, Rows
-from benchlib.studies.chaos.analysis import CONTROL_OF, FAULTS_OF
 from benchlib.workload import engine, faults, fleet, phases, scenario
 from benchlib.workload.scenario import Phase
 
 STUDY = "chaos"
 AXES = ("systems",)
+# a cell with faults -> its null-fault control: at library defaults, and at the rescue settings
+CONTROL_OF = {"faults": "control", "rescue": "rescue_control"}
+FAULTS_OF = {control: faults for faults, control in CONTROL_OF.items()}
 VARIANTS = tuple(v for pair in CONTROL_OF.items() for v in pair)  # faults, control, rescue, rescue_control
 MAX_INSTANCES = 8
 
@@ -148,7 +152,8 @@ class Params:
 
 def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | None:
     """Per system, the settings of its rescue run, each one the system's process takes (its
-    `settable`), as a number: one-line errors before a server starts."""
+    `settable`), as a finite number, and for a Python system's process the values its own rules
+    accept: one-line errors before a server starts (an adapter checks its ranges when it starts)."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -164,8 +169,11 @@ def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | N
             if key not in takes:
                 raise BenchError(f"rescue: {system} has no setting {key!r}; it takes "
                                  f"{', '.join(takes) or 'none'}")
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise BenchError(f"rescue: {system}'s {key} must be a number >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise BenchError(f"rescue: {system}'s {key} must be a number, got {value!r}")
+        inner = queues.QUEUES[system]
+        if not issubclass(inner, JsonLinesSystem) and (why := instance.refusal(system, json.dumps(given), inner)):
+            raise BenchError(f"rescue: {system}: {why}")
         out[system] = dict(given)
     return out
 

@@ -79,31 +79,42 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     return out
 
 
+def _noun(fault: str) -> str:
+    """kill_worker -> kill, pause_worker -> pause, repeated_kill -> repeated kill."""
+    return fault.removesuffix("_worker").replace("_", " ")
+
+
 def _rescue_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
-    """At the rescue settings their docs advise: of the systems whose faults stranded jobs (the
-    rescue had something to do), who then handled every one by the cell's end, and who did not."""
-    v = analysis.verdicts(tables["cells"], tables["faults"], "rescue")
-    if not v.height:
-        return []
-    judged = v.filter((pl.col("round") == 0) & ~pl.col("verdict").is_in(analysis.NOT_JUDGED))
+    """With the rescue switched on, fault by fault against the same faults at defaults: who left
+    jobs unfinished before, and who still does. Where neither did, the run shows no rescue at work."""
+    cells, faults = tables["cells"], tables["faults"]
+    v = analysis.verdicts(cells, faults, "rescue")
+    judged = v.filter((pl.col("round") == 0) & ~pl.col("verdict").is_in(analysis.NOT_JUDGED)) if v.height else v
     if not judged.height:
         return []
-    by = {s: part for (s,), part in judged.group_by("system", maintain_order=True)}
-    idle = [s for s, part in by.items() if not part["stranded"].sum()]
-    done = [s for s, part in by.items() if part["stranded"].sum() and not part["unfinished"].sum()]
-    left = [f"{s} ({int(part['unfinished'].sum()):,} unfinished)" for s, part in by.items() if part["unfinished"].sum()]
-    faults = names(list(dict.fromkeys(f.replace("_", " ") for f in judged["fault"])))
-    text = "At the rescue settings their docs advise, through {faults}: "
-    parts = []
-    if done:
-        parts.append("{done} handled every job the fault stranded by the cell's end")
-    if left:
-        parts.append("{left} did not")
-    if idle:
-        parts.append("the faults stranded no job of {idle}, so their rescue was not exercised")
-    return [Finding("chaos", text + "; ".join(parts) + ".",
-                    {"faults": faults, "done": names(done), "left": names(left), "idle": names(idle)},
-                    interval="one run per system", cells=tuple(f"postgres/{s}" for s in by))]
+    kinds = list(dict.fromkeys(judged["fault"]))
+    systems = list(dict.fromkeys(judged["system"]))
+    d = analysis.verdicts(cells, faults)
+    d = d.filter((pl.col("round") == 0) & pl.col("fault").is_in(kinds) & pl.col("system").is_in(systems)) if d.height else d
+
+    def unfinished(rows: pl.DataFrame) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for r in rows.filter(pl.col("unfinished") > 0).iter_rows(named=True):
+            out.setdefault(r["system"], []).append(f"{r['unfinished']:,} after the {_noun(r['fault'])}")
+        return out
+
+    before, after = unfinished(d) if d.height else {}, unfinished(judged)
+    had = [f"{s} ({', '.join(w)})" for s, w in before.items()]
+    left = [f"{s} ({', '.join(w)})" for s, w in after.items()]
+    done = [s for s in systems if s not in after]
+    text = "Through a {faults} at their defaults, " + ("{had} left jobs unfinished. " if had else
+                                                      "none of {systems} left a job unfinished in this run. ")
+    text += "With the rescue their docs describe switched on and shortened to fit a cell, "
+    text += ("{done} left none" if done else "all still left some") + ("; still unfinished: {left}" if left and done else "")
+    text += "." if had else ", so this run does not show the rescue at work."
+    return [Finding("chaos", text, {"faults": " and a ".join(_noun(k) for k in kinds), "had": names(had),
+                                    "left": names(left), "done": names(done), "systems": names(systems)},
+                    interval="one run per system", cells=tuple(f"postgres/{s}" for s in systems))]
 
 
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
@@ -121,7 +132,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "matrix": analysis.matrix(v).markdown(),
         "settings": analysis.settings_table(cells).markdown(),
         "rescue": analysis.rescue_table(cells, faults).markdown() if analysis.verdicts(cells, faults, "rescue").height else None,
-        "rescue_scenario": params.get("rescue_scenario") or [],
+        "rescue_scenario": params.get("rescue_scenario") or params.get("scenario") or [],
         "scenario": params.get("scenario") or [],
         "params": params,
         "harness": [s for s, r in analysis.summary(v).items() if r["harness"]],

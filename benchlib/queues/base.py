@@ -136,6 +136,26 @@ class OurDesign(PullOps):
         return await target.connect()
 
 
+async def closed(conn: Any) -> None:
+    """Close a connection (asyncpg's, or a pgqrs client) whatever state it is in, within 2 s, else
+    terminate it where it can be; None, for `conn = await closed(conn)`."""
+    if conn is not None:
+        try:
+            await asyncio.wait_for(conn.close(), 2)
+        except Exception:
+            if (terminate := getattr(conn, "terminate", None)) is not None:
+                terminate()
+    return None
+
+
+async def paused(stopping: asyncio.Event, seconds: float) -> None:
+    """Sleep `seconds`, or less when `stopping` is set meanwhile."""
+    try:
+        await asyncio.wait_for(stopping.wait(), seconds)
+    except TimeoutError:
+        pass
+
+
 def number_of(value: Any) -> float | None:
     """A BENCH_SETTINGS value as a number, or None when it is not one (JSON true is not 1)."""
     return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)

@@ -50,7 +50,7 @@ from benchlib import queues
 from benchlib.errors import BenchError, shown
 from benchlib.measure import now_ns
 from benchlib.provision import PgServer
-from benchlib.queues.base import system_version
+from benchlib.queues.base import closed, paused, system_version
 from benchlib.queues.jsonlines import STOP_GRACE_S, JsonLinesSystem
 from benchlib.workload.drivers import EMPTY_POLL_PAUSE_S
 
@@ -287,7 +287,7 @@ class PullInstance:
     async def close(self) -> None:
         await self.stop()
         admin, self.admin = self.admin, None
-        await _closed(admin)
+        await closed(admin)
 
     async def _on_admin(self, call: Callable[[Any], Any]) -> Any:
         async with self.admin_lock:
@@ -297,7 +297,7 @@ class PullInstance:
                 return await call(self.admin)
             except Exception:
                 admin, self.admin = self.admin, None
-                await _closed(admin)
+                await closed(admin)
                 raise
 
     async def install(self) -> None:
@@ -328,7 +328,7 @@ class PullInstance:
                                       return_exceptions=True)
         failed = [c for c in opened if isinstance(c, BaseException)]
         if failed:
-            await asyncio.gather(*(_closed(c) for c in opened if not isinstance(c, BaseException)))
+            await asyncio.gather(*(closed(c) for c in opened if not isinstance(c, BaseException)))
             raise failed[0]
         self.stopping = asyncio.Event()
         self.consumers = [asyncio.create_task(self.consume(conn, batch or 1)) for conn in opened]
@@ -353,10 +353,10 @@ class PullInstance:
                     if (text := one_line(err)) != last_error:
                         self.out.error(f"{self.system.name} consumer: {text}")
                         last_error = text
-                    conn = await _closed(conn)
-                    await _paused(self.stopping, RECONNECT_BACKOFF_S)
+                    conn = await closed(conn)
+                    await paused(self.stopping, RECONNECT_BACKOFF_S)
         finally:
-            await _closed(conn)
+            await closed(conn)
 
     async def _loop(self, dequeue: Callable[[int], Any], ack: Callable[[Sequence[Any]], Any], batch: int) -> None:
         """dequeue -> the jobs reported handled (the no-op handler ran) -> ack, as a worker library
@@ -401,23 +401,6 @@ def _payload_seq(payload: Any) -> int | None:
         except ValueError:
             return None
     return payload.get("seq") if isinstance(payload, dict) else None
-
-
-async def _closed(conn: Any) -> None:
-    """Close a connection (or a pgqrs client) whatever state it is in; None for `conn = await _closed(conn)`."""
-    if conn is not None:
-        try:
-            await asyncio.wait_for(conn.close(), 2)
-        except Exception:
-            pass
-    return None
-
-
-async def _paused(stopping: asyncio.Event, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(stopping.wait(), seconds)
-    except TimeoutError:
-        pass
 
 
 # --- the requests --------------------------------------------------------------------------

@@ -54,7 +54,7 @@ import pgqrs
 
 from benchlib import sql, wheels
 from benchlib.errors import BenchError
-from benchlib.queues.base import PullOps, number_of, run_sql
+from benchlib.queues.base import PullOps, closed, number_of, paused, run_sql
 
 QUEUE = "benchlib_drain"
 NOT_BUILT = ("the PyPI wheel of pgqrs has its PostgreSQL store only: `make pgqrs-full` builds the same release "
@@ -207,12 +207,12 @@ class Reclaim:
                     if text != last_error:
                         error(text)
                         last_error = text
-                    conn, store = await _closed(conn), None
-                    await _paused(stopping, RECLAIM_BACKOFF_S)
+                    conn, store = await closed(conn), None
+                    await paused(stopping, RECLAIM_BACKOFF_S)
                     continue
-                await _paused(stopping, max(0.0, min(next_beat, next_reclaim) - time.monotonic()))
+                await paused(stopping, max(0.0, min(next_beat, next_reclaim) - time.monotonic()))
         finally:
-            await _closed(conn)
+            await closed(conn)
 
     async def _heartbeat(self, conn: Any) -> None:
         ids = list(self.beaten)
@@ -235,23 +235,6 @@ class Reclaim:
         zombies = [r["id"] for r in await conn.fetch(self.SQL["zombies"], QUEUE, self.after_s, list(self.beaten))]
         admin = pgqrs.admin(store)
         return sum([await admin.release_worker_messages(worker) for worker in zombies])
-
-
-async def _closed(conn: Any) -> None:
-    """Close an asyncpg connection whatever its state; None, for `conn = await _closed(conn)`."""
-    if conn is not None:
-        try:
-            await asyncio.wait_for(conn.close(), 2)
-        except Exception:
-            conn.terminate()
-    return None
-
-
-async def _paused(stopping: asyncio.Event, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(stopping.wait(), seconds)
-    except TimeoutError:
-        pass
 
 
 class Pgqrs(PullOps):

@@ -9,8 +9,9 @@ counted by its sequence number (METHOD.md, rule 2): one cell is one system under
 measured capacity (below it, so a failure to recover is the fault's, not an overload's), and
 the faults of workload/faults.py, each checked (the killed PID and its backends gone).
 
-Each system runs the scenario with its faults (`variant: faults`) and as the null-fault control (`variant: control`, the same phases with no fault), so an error of our
-adapter shows in the control and is never charged to the library. Systems run at their library
+Each system runs the scenario with its faults (`variant: faults`) and as the null-fault control
+(`variant: control`, the same phases with no fault), so an error of our adapter shows in the
+control and is never charged to the library. Systems run at their library
 defaults; the rescue settings in force are the ones each instance's hello and `work` reply say.
 A system listed in `rescue` runs a second pair (`rescue`, `rescue_control`) with the rescue its
 docs describe for production switched on and shortened to fit a cell (BENCH_SETTINGS,
@@ -95,7 +96,7 @@ class Params:
     capacity_profile: str = "standard"  # whose published capacity gives the reference
     scenario: tuple = DEFAULT_SCENARIO
     control: bool = True  # run the null-fault control beside each faults cell
-    rescue: dict[str, dict[str, Any]] | None = None  # system -> the rescue settings its docs advise (BENCH_SETTINGS)
+    rescue: dict[str, dict[str, Any]] | None = None  # system -> settings switching on its documented rescue (BENCH_SETTINGS)
     rescue_scenario: tuple | None = None  # the phases the rescue runs repeat; None: `scenario`
     rounds: int = 1
     restart_after_s: float = 1.0  # the supervisor's pause before it starts an instance that exited

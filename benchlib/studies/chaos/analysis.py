@@ -181,10 +181,12 @@ def settings_table(cells: pl.DataFrame) -> Table:
     import json
 
     rows = []
-    for r in _ok_cells(cells).filter(pl.col("variant").is_in(list(CONTROL_OF)) & (pl.col("round") == 0)).iter_rows(named=True):
+    ran = _ok_cells(cells).filter(pl.col("variant").is_in(list(CONTROL_OF)) & (pl.col("round") == 0))
+    for r in ran.iter_rows(named=True):
         said = json.loads(r["settings"] or "{}")
         shown = _pairs(said, skip=("workers", "batch_jobs", "consumers"))
-        rows.append({"system": r["system"] + (" (rescue)" if r["variant"] == "rescue" else ""), "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
+        rows.append({"system": r["system"] + (" (rescue)" if r["variant"] == "rescue" else ""),
+                     "offered jobs/s": f"{r['rate_jobs_s']:,.0f}",
                      "reference jobs/s": f"{r['reference_jobs_s']:,.0f}",
                      "fetch size": "default" if r["batch"] is None else str(r["batch"]),
                      "rescue of a dead worker's jobs": rescue(r["system"]) if r["variant"] == "faults"

@@ -127,11 +127,12 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     cells, faults = tables["cells"], tables["faults"]
     v = _verdicts(tables)
     params = manifests[0]["params"] if manifests else {}
+    rescue = analysis.rescue_table(cells, faults)  # no rows: no system ran with its rescue on
     return {
         "figures": {"chaos_timelines": figure("chaos_timelines", charts.timelines(tables["seconds"], faults, v))},
         "matrix": analysis.matrix(v).markdown(),
         "settings": analysis.settings_table(cells).markdown(),
-        "rescue": analysis.rescue_table(cells, faults).markdown() if analysis.verdicts(cells, faults, "rescue").height else None,
+        "rescue": rescue.markdown() if rescue.rows else None,
         "rescue_scenario": params.get("rescue_scenario") or params.get("scenario") or [],
         "scenario": params.get("scenario") or [],
         "params": params,

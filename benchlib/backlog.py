@@ -29,8 +29,8 @@ def payloads(start: int, n: int) -> list[str]:
 
 
 def chunk_of(system: Any) -> int:
-    """Jobs per enqueue call: CHUNK, or less where a system says so (its `enqueue_chunk`)."""
-    return getattr(system, "enqueue_chunk", CHUNK)
+    """Jobs per enqueue call: CHUNK, or less where a system says so (its `caps.enqueue_chunk`)."""
+    return system.caps.enqueue_chunk or CHUNK
 
 
 async def enqueue_all(enqueue_many: Callable[[list[str]], Any], n: int, chunk: int = CHUNK,

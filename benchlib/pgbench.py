@@ -62,12 +62,12 @@ _PARAM = re.compile(r"\$1(?!\d)")
 def applies(queue: Any, backend: str) -> bool:
     """Whether a pgbench limit belongs beside `queue`: a pull design on PostgreSQL whose SQL
     we send ourselves. A library's internal SQL (pgqrs, the worker systems) has none."""
-    return backend == "postgres" and queue.kind == "pull" and (queue.package is None or hasattr(queue, "SQL"))
+    return backend == "postgres" and queue.kind == "pull" and (queue.package is None or bool(queue.SQL))
 
 
 def support(queue: Any) -> str | None:
     """Why a design with public SQL cannot be run by pgbench (None: it can)."""
-    missing = [s for s in STATEMENTS if s not in getattr(queue, "SQL", {})]
+    missing = [s for s in STATEMENTS if s not in queue.SQL]
     if missing:
         return f"{queue.name}'s .sql has no {' or '.join(missing)} statement for a pgbench script"
     return None

@@ -37,7 +37,7 @@ from typing import Any
 import absurdctl
 from absurd_sdk import AsyncAbsurd
 
-from benchlib.queues.base import STOP_GRACE_S, Handled, run_sql
+from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
 
 SCHEMA = "absurd"  # fixed by absurd.sql
 QUEUE = "benchlib"
@@ -119,8 +119,7 @@ class Absurd:
     backends = ("postgres",)
     kind = "worker"
     package = "absurd-sdk"
-    batch_setting = "start_worker(batch_size=B)"
-    extra_connections = 1  # the producer's
+    caps = Capabilities(batch_knob="start_worker(batch_size=B)", extra_connections=1)  # the producer's
     summary = ("absurd: spawn one task at a time (no bulk enqueue); C AsyncAbsurd workers (a connection each), "
                "start_worker(concurrency=1, batch_size=B); durable runs: checkpoint read + complete_run per task")
     tables = tuple(f"{SCHEMA}.{t}_{QUEUE}" for t in ("t", "r"))  # tasks, runs

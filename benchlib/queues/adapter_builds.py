@@ -13,7 +13,7 @@ toolchain it lacks, or the command that builds it), before anything starts.
 system whose version is the manifest's (the adapter's system, not benchlib) and whose
 measuring code, for the cache key, is every file of its folder. The manifest's `settings`
 (each BENCH_SETTINGS key the adapter accepts, with what it sets) become the entry's
-`settable`, so a variant or a profile naming a key the adapter lacks is refused before any
+`caps.settable`, so a variant or a profile naming a key the adapter lacks is refused before any
 server starts.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -143,7 +143,7 @@ def adapter_system(name: str, variant: str | None = None, settings: dict | None 
         summary = m.summary + (f"; {variant} settings {settings} ({why})" if variant else "")
         extra_code = tuple(str(f) for f in m.files)
         overrides = dict(settings or {})
-        settable = dict(m.settings)
+        caps = replace(JsonLinesSystem.caps, settable=dict(m.settings))
         adapter = name  # its folder under queues/adapters/
 
         @property

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import awa
 
-from benchlib.queues.base import STOP_GRACE_S, Handled, run_sql
+from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
 
 SCHEMA = "awa"  # fixed by awa's migrations
 QUEUE = "benchlib"
@@ -123,8 +123,8 @@ class Awa:
     backends = ("postgres",)
     kind = "worker"
     package = "awa-pg"
-    batch_setting = "claim_batch_size"
-    extra_connections = POOL_EXTRA + 1  # the runtime's pool beyond C, and the producer's connection
+    caps = Capabilities(batch_knob="claim_batch_size",
+                        extra_connections=POOL_EXTRA + 1)  # the runtime's pool beyond C, and the producer's connection
     summary = ("awa: insert_many_copy; one runtime, start([{max_workers: C, claim_batch_size: B}]) "
                "on queue storage; claims min(B, free workers) per query")
     tables = tuple(f"{SCHEMA}.{t}" for t in (  # partitioned rings: ready jobs, claims, completions

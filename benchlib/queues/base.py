@@ -16,25 +16,64 @@ library's public API (payloads carry the harness's sequence number, `seq`), then
 `work(concurrency, batch, handled, stop, continuous)` starts the library's workers with
 a no-op handler that reports each job's seq (and when it ran) to `handled`, until the
 harness sets `stop`: over a backlog to drain, or, `continuous`, waiting for the jobs a
-paced producer enqueues meanwhile. A system with no fetch/batch setting says so
-(`batch_setting = None`) and is swept over concurrency only; `settings(C, B)` names
-every setting that bounds its throughput (poll interval, fetch size, ...), so a
-capacity at the ceiling they imply is reported as such.
+paced producer enqueues meanwhile. `settings(C, B)` names every setting that bounds its
+throughput (poll interval, fetch size, ...), so a capacity at the ceiling they imply is
+reported as such.
 
 A system names the backends it runs on and where its code comes from (`package`,
-whose installed version the manifest records; None for our own designs).
+whose installed version the manifest records; None for our own designs), and declares what
+the harness may ask of it in one `caps` (`Capabilities`): the studies read that, never
+probe a class for an attribute it may lack.
 """
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar, Protocol
 
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 
 Job = Sequence[Any]  # (id, payload, ...): only job[0], the unique id, is relied upon
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the harness may ask of a system, declared once on its class as `caps`.
+
+    `batch_knob`: what the batch axis maps onto: "dequeue(n)" for a pull system, a worker
+    library's fetch-size setting, or None (no such setting: swept over concurrency only).
+    `process`: "harness" (it runs in the harness's process; `instance.py` gives it a worker
+    process of its own on PostgreSQL, unless it is `ticked`) or "own" (a program speaking the
+    JSON-lines contract). `extra_connections`: what it opens beyond one connection per consumer
+    (a producer's, a LISTEN, a pool's spare), for connection budgets. `ticked`: a log the harness
+    ticks (consumer groups reading tick batches). `enqueue_chunk`: the most jobs one enqueue call
+    takes, where a system has a limit (None: the harness's chunk). `settable`: the BENCH_SETTINGS
+    keys its process takes (a rescue, a poll interval) -> what each sets and its default; a Python
+    class declaring keys takes them as `__init__(given)`, checks their values in
+    `setting_refusal(given)` and reports those in force in `applied()`, and a pull system may set
+    `tend(target, stopping, error)`, which its process runs beside its consumers. `settings_code`:
+    files only those settings run, keyed by the cells that give them.
+    """
+    batch_knob: str | None
+    process: str = "harness"
+    extra_connections: int = 0
+    ticked: bool = False
+    enqueue_chunk: int | None = None
+    settable: Mapping[str, str] = field(default_factory=dict)
+    settings_code: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.process not in PROCESS_MODELS:
+            raise ValueError(f"process must be one of {', '.join(PROCESS_MODELS)}, not {self.process!r}")
+        if self.ticked and self.process != "harness":
+            raise ValueError("a ticked log runs in the harness (its ticker is the harness's)")
+
+
+PROCESS_MODELS = ("harness", "own")
+PULL = Capabilities(batch_knob="dequeue(n)")  # a pull system the harness drives with its own consumer loops
 
 
 class Session(Protocol):
@@ -47,12 +86,10 @@ class PullQueue(Protocol):
     kind: ClassVar[str]  # "pull"
     summary: ClassVar[str]  # one line for the README and the report
     package: ClassVar[str | None]  # the PyPI distribution of a real system; None for ours
-    # What its process form (instance.py) takes in BENCH_SETTINGS: key -> what it sets, and its
-    # default. A class that declares keys also takes them as `__init__(given)`, checks their
-    # values in `setting_refusal(given)` and reports those in force in `applied()`; a pull
-    # system may then set `tend(target, stopping, error)`, which its process runs beside its consumers.
-    settable: ClassVar[dict[str, str]] = {}
-    settings_code: ClassVar[tuple[str, ...]] = ()  # files only those settings run: keyed by the cells that give them
+    caps: ClassVar[Capabilities]
+    tables: ClassVar[tuple[str, ...]]  # where it keeps jobs (samplers watch them); () when not named
+    control_tables: ClassVar[tuple[str, ...]]  # its bookkeeping
+    SQL: ClassVar[dict[str, str]]  # the statements we send ourselves ({}: not ours), for pgbench and crash counts
 
     async def connect(self, target: Any, role: str = "admin") -> Session:
         """One worker's session on `target` (each consumer gets its own); `role` is
@@ -108,10 +145,9 @@ class WorkerSystem(Protocol):
     kind: ClassVar[str]  # "worker"
     summary: ClassVar[str]
     package: ClassVar[str | None]
-    batch_setting: ClassVar[str | None]  # the library's fetch-size knob the batch axis maps onto; None: none
+    caps: ClassVar[Capabilities]
     tables: ClassVar[tuple[str, ...]]  # where it keeps jobs (samplers watch them)
     control_tables: ClassVar[tuple[str, ...]]  # its bookkeeping
-    settable: ClassVar[dict[str, str]] = {}  # BENCH_SETTINGS keys of its process form, as PullQueue's
 
     def session(self, target: Any) -> AbstractAsyncContextManager[WorkerSession]: ...
 
@@ -120,7 +156,14 @@ class WorkerSystem(Protocol):
 
 
 class PullOps:
-    """A pull system's `operations`: its own dequeue and ack, bound to one session."""
+    """A pull system's `operations`: its own dequeue and ack, bound to one session; and what every
+    pull system has unless it says otherwise."""
+
+    kind: ClassVar[str] = "pull"
+    caps: ClassVar[Capabilities] = PULL
+    tables: ClassVar[tuple[str, ...]] = ()
+    control_tables: ClassVar[tuple[str, ...]] = ()
+    SQL: ClassVar[dict[str, str]] = {}
 
     async def operations(self, conn: Any) -> tuple[Callable[[int], Any], Callable[[Sequence[int]], Any]]:
         return (lambda n: self.dequeue(conn, n)), (lambda ids: self.ack(conn, ids))
@@ -129,7 +172,6 @@ class PullOps:
 class OurDesign(PullOps):
     """What our own SQL designs share: a worker's session is one client connection of the target."""
 
-    kind: ClassVar[str] = "pull"
     package: ClassVar[str | None] = None
 
     async def connect(self, target: Any, role: str = "admin") -> Any:

@@ -42,7 +42,7 @@ from chancy import Chancy as ChancyApp
 from chancy import Job, Queue, Worker
 from psycopg.conninfo import make_conninfo
 
-from benchlib.queues.base import STOP_GRACE_S, Handled, run_sql
+from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
 
 SCHEMA = "benchlib_chancy"
 PREFIX = "chancy_"  # chancy's default table prefix
@@ -123,8 +123,8 @@ class Chancy:
     backends = ("postgres",)
     kind = "worker"
     package = "chancy"
-    batch_setting = None  # fetches the queue's free slots (C minus running); no fetch-size setting
-    extra_connections = POOL_EXTRA + 2  # the pool beyond C, the LISTEN connection, the producer's
+    caps = Capabilities(batch_knob=None,  # fetches the queue's free slots (C minus running); no fetch-size setting
+                        extra_connections=POOL_EXTRA + 2)  # the pool beyond C, the LISTEN connection, the producer's
     summary = ("chancy: push_many; one Worker, Queue(concurrency=C, AsyncExecutor, eager_polling); "
                "fetches its free slots per query")
     tables = (f"{SCHEMA}.{PREFIX}jobs",)

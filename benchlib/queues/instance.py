@@ -21,7 +21,7 @@ exactly as it drives River or pg-boss: `python -m benchlib.queues.instance <name
 - BENCH_HANDLED_SYNC=1 (the chaos study's fleet sets it): each report is written before the
   handler returns instead of batched, so a SIGKILL never takes away the report of a job the
   system went on to mark done.
-- BENCH_SETTINGS: the keys the system declares in `settable` (procrastinate's stalled-jobs retry,
+- BENCH_SETTINGS: the keys the system declares in `caps.settable` (procrastinate's stalled-jobs retry,
   pgqrs's reclaim: what brings back a dead worker's jobs), checked by its `setting_refusal`,
   given to its constructor and reported, as `applied()` says, in the hello and the `work` reply;
   any other key is refused. A pull system's `tend` (pgqrs's heartbeats and reclaim) runs beside
@@ -43,6 +43,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -149,14 +150,14 @@ def target_of(dsn: str) -> PgServer:
 
 def refusal(name: str, raw: str | None, cls: type | None = None) -> str | None:
     """Why BENCH_SETTINGS is refused (CONTRACT.md), or None: only the keys `cls` declares in
-    `settable`, with values its `setting_refusal` accepts; one line naming the key."""
+    in `caps.settable`, with values its `setting_refusal` accepts; one line naming the key."""
     try:
         given = json.loads(raw or "{}")
     except ValueError as err:
         return f"BENCH_SETTINGS is not JSON: {err}"
     if not isinstance(given, dict):
         return "BENCH_SETTINGS must be a JSON object"
-    takes = getattr(cls, "settable", {})
+    takes = cls.caps.settable if cls is not None else {}
     if unknown := sorted(set(given) - set(takes)):
         if not takes:
             return f"BENCH_SETTINGS: unknown key {unknown[0]!r}; the {name} process takes no settings (only {{}})"
@@ -174,7 +175,7 @@ def applied(system: Any) -> dict[str, Any]:
 def described(system: Any) -> dict[str, Any]:
     """The hello's settings: the system's own, a value that depends on the `work` request
     (workers, batch) described in words (it differs between two requests), the others as they are."""
-    if not hasattr(system, "settings"):  # a pull system: our consumer loops are what bounds it
+    if system.kind == "pull":  # our consumer loops are what bounds it
         return {"consumers": "the work request's concurrency", "batch_jobs": "the work request's batch (null: 1)",
                 "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000, "reconnect_backoff_ms": RECONNECT_BACKOFF_S * 1000,
                 **applied(system)}
@@ -183,10 +184,9 @@ def described(system: Any) -> dict[str, Any]:
 
 
 def hello(name: str, cls: type, system: Any) -> dict[str, Any]:
-    batch = cls.kind == "pull" or getattr(cls, "batch_setting", None) is not None
-    return {"hello": {"system": name, "version": system_version(cls), "contract": CONTRACT, "batch": batch,
-                      "settings": described(system), "tables": list(getattr(cls, "tables", ())),
-                      "control_tables": list(getattr(cls, "control_tables", ()))}}
+    return {"hello": {"system": name, "version": system_version(cls), "contract": CONTRACT,
+                      "batch": cls.caps.batch_knob is not None, "settings": described(system),
+                      "tables": list(cls.tables), "control_tables": list(cls.control_tables)}}
 
 
 # BENCH_HANDLED_SYNC=1 (CONTRACT.md, set by the chaos study): each report written before the
@@ -490,10 +490,10 @@ def in_process(name: str) -> type:
         cls = queues.QUEUES[name]
     except KeyError:
         raise BenchError(f"unknown queue {shown(name)}: choose one of {', '.join(queues.QUEUES)}") from None
-    if cls.kind == "log" or getattr(cls, "ticked", False):  # rotation, PgQ: a log the harness ticks
+    if cls.caps.ticked:  # rotation, PgQ: a log the harness ticks
         raise BenchError(f"{name} is a log system (consumer groups reading tick batches, ticked by the harness): "
                          "it has no worker process form")
-    if isinstance(cls, type) and issubclass(cls, JsonLinesSystem):
+    if cls.caps.process == "own":
         raise BenchError(f"{name} already runs as a process of its own: use it as registered")
     if "postgres" not in cls.backends:
         raise BenchError(f"{name} runs on {', '.join(cls.backends)}: its process form is for PostgreSQL systems")
@@ -511,12 +511,13 @@ def process_system(name: str) -> type[JsonLinesSystem]:
         summary = inner.summary
         package = inner.package
         backends = ("postgres",)
-        batch_setting = "dequeue(n)" if inner.kind == "pull" else inner.batch_setting
-        tables = tuple(getattr(inner, "tables", ()))
-        control_tables = tuple(getattr(inner, "control_tables", ()))
+        # its own process; a pull system's harness-side connection for install and enqueue; on
+        # PostgreSQL only, where no enqueue limit of another backend's applies (pgqrs's SQLite one)
+        caps = replace(inner.caps, process="own", enqueue_chunk=None,
+                       extra_connections=1 if inner.kind == "pull" else inner.caps.extra_connections)
+        tables = inner.tables
+        control_tables = inner.control_tables
         extra_code = (*queues.code_files(name), __file__)
-        extra_connections = getattr(inner, "extra_connections", 1)
-        settable = dict(getattr(inner, "settable", {}))  # the BENCH_SETTINGS keys its process takes
 
     if (detail := getattr(inner, "version_detail", None)) is not None:
         InProcessAsProcess.version_detail = staticmethod(detail)
@@ -529,7 +530,7 @@ def as_process(name: str) -> type[JsonLinesSystem]:
     """`name` as a worker process: the registry's class when it already is one (river, pg-boss, ...),
     else its process form; a one-line BenchError for a system that has none (a log system)."""
     cls = queues.QUEUES.get(name)
-    if isinstance(cls, type) and issubclass(cls, JsonLinesSystem):
+    if cls is not None and cls.caps.process == "own":
         return cls
     return process_system(name)
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from benchlib.errors import BenchError
 from benchlib.provision.lifetime import dies_with_us, ended
-from benchlib.queues.base import Handled
+from benchlib.queues.base import Capabilities, Handled
 
 LINE_LIMIT = 1 << 24  # a batched `handled` line may be long
 STOP_GRACE_S = 5.0
@@ -189,14 +189,14 @@ class JsonLinesSystem:
     kind: ClassVar[str] = "worker"
     backends: ClassVar[tuple[str, ...]] = ("postgres",)
     package: ClassVar[str | None] = None
-    batch_setting: ClassVar[str | None] = "the adapter's fetch size"
-    extra_connections: ClassVar[int] = 1  # the adapter's own connection for install and enqueue
+    # a program of its own; its fetch size; its own connection for install and enqueue
+    caps: ClassVar[Capabilities] = Capabilities(batch_knob="the adapter's fetch size", process="own",
+                                                extra_connections=1)
     command: ClassVar[list[str]]
     tables: ClassVar[tuple[str, ...]] = ()
     control_tables: ClassVar[tuple[str, ...]] = ()
     pinned_version: ClassVar[str | None] = None  # the adapted system's exact version (its manifest's)
     overrides: ClassVar[dict[str, Any]] = {}  # BENCH_SETTINGS: throughput-bounding settings other than its defaults
-    settable: ClassVar[dict[str, str]] = {}  # BENCH_SETTINGS keys it accepts -> what each sets (its manifest's)
     hello: ClassVar[dict[str, Any]] = {}  # the last hello an adapter of this system said
     ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
     handled_sync: bool = False  # BENCH_HANDLED_SYNC: each job's report written before its handler returns

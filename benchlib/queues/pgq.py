@@ -77,7 +77,7 @@ import re
 import subprocess
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -86,7 +86,7 @@ import asyncpg
 
 from benchlib import sql
 from benchlib.errors import BenchError
-from benchlib.queues.base import PullOps
+from benchlib.queues.base import PULL, PullOps
 
 SQL = sql.beside(__file__)
 QUEUE = "benchlib"  # the one queue; pgq.sql names it
@@ -151,12 +151,11 @@ class _Member:
 class Pgq(PullOps):
     name = "pgq"
     backends = ("postgres",)
-    kind = "pull"
     package: ClassVar[str | None] = None  # a server extension, not a PyPI distribution
     pinned_version = _ShippedVersion()
     summary = ("PgQ (Debian's postgresql-15-pgq3) through its SQL API: insert_event; one consumer per group "
                "(no pgq_coop) next_batch/get_batch_events/finish_batch; harness as pgqd: ticker(), maint_operations()")
-    ticked = True  # studies that drive the group API run a harness ticker (tick + rotate)
+    caps = replace(PULL, ticked=True)  # studies that drive the group API run a harness ticker (tick + rotate)
     server_major: ClassVar[int | None] = 15  # the server it needs: Debian 12 packages PgQ for PostgreSQL 15 only
     control_tables = ("pgq.queue", "pgq.consumer", "pgq.subscription", "pgq.tick", "pgq.retry_queue")
 

@@ -45,6 +45,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -54,7 +55,7 @@ import pgqrs
 
 from benchlib import sql, wheels
 from benchlib.errors import BenchError
-from benchlib.queues.base import PullOps, closed, number_of, paused, run_sql
+from benchlib.queues.base import PULL, PullOps, closed, number_of, paused, run_sql
 
 QUEUE = "benchlib_drain"
 NOT_BUILT = ("the PyPI wheel of pgqrs has its PostgreSQL store only: `make pgqrs-full` builds the same release "
@@ -240,25 +241,26 @@ class Reclaim:
 class Pgqrs(PullOps):
     name = "pgqrs"
     backends = ("postgres", "sqlite", "turso", "s3")
-    kind = "pull"
     package = "pgqrs"
-    # jobs per enqueue_batch in a prefill: pgqrs's SQLite store binds every column of every
-    # message in one statement, and 5,000 messages exceed SQLite's 32,766 variables
-    enqueue_chunk = 1_000
     summary = "pgqrs's Python API: producer enqueue_batch; consumer.dequeue(batch_size=n); archive_many(ids)"
     # everything but pgqrs_messages is bookkeeping, reported apart (xmin study)
     control_tables = ("pgqrs_queues", "pgqrs_workers", "pgqrs_workflows", "pgqrs_workflow_runs",
                       "pgqrs_workflow_steps", "_sqlx_migrations")
-    # Reclaim's statements: code of the cells that give BENCH_SETTINGS only (the chaos study's),
-    # not of every pgqrs cell (extra_code), since nothing else runs them
-    settings_code = (str(Path(__file__).with_name("pgqrs_reclaim.sql")),)
-    settable = {
-        "reclaim_every_s": "every N s, pgqrs's reclaim_messages (zombies: consumers whose heartbeat, sent every 5 s "
-                           "or a third of reclaim_after_s if less, is older than reclaim_after_s; their messages "
-                           "released); default: never, a dead consumer's messages stay held",
-        "reclaim_after_s": "a consumer is a zombie once its heartbeat is older than N s; default 15 (three of "
-                           "pgqrs's 5 s heartbeat intervals)",
-    }
+    caps = replace(
+        PULL,
+        # jobs per enqueue_batch in a prefill: pgqrs's SQLite store binds every column of every
+        # message in one statement, and 5,000 messages exceed SQLite's 32,766 variables
+        enqueue_chunk=1_000,
+        settable={
+            "reclaim_every_s": "every N s, pgqrs's reclaim_messages (zombies: consumers whose heartbeat, sent every "
+                               "5 s or a third of reclaim_after_s if less, is older than reclaim_after_s; their "
+                               "messages released); default: never, a dead consumer's messages stay held",
+            "reclaim_after_s": "a consumer is a zombie once its heartbeat is older than N s; default 15 (three of "
+                               "pgqrs's 5 s heartbeat intervals)",
+        },
+        # Reclaim's statements: code of the cells that give BENCH_SETTINGS only (the chaos study's),
+        # not of every pgqrs cell (extra_code), since nothing else runs them
+        settings_code=(str(Path(__file__).with_name("pgqrs_reclaim.sql")),))
 
     @staticmethod
     def setting_refusal(given: dict[str, Any]) -> str | None:

@@ -28,7 +28,7 @@ from pgqueuer.models import Job
 from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
 
-from benchlib.queues.base import Handled, run_sql, until_stopped
+from benchlib.queues.base import Capabilities, Handled, run_sql, until_stopped
 
 SCHEMA = "benchlib_pgqueuer"
 ENTRYPOINT = "noop"
@@ -110,8 +110,7 @@ class Pgqueuer:
     backends = ("postgres",)
     kind = "worker"
     package = "pgqueuer"
-    batch_setting = "QueueManager.run(batch_size=B)"
-    extra_connections = 0
+    caps = Capabilities(batch_knob="QueueManager.run(batch_size=B)")
     summary = "pgqueuer: Queries.enqueue(list); C QueueManagers (a connection each), run(batch_size=B)"
     tables = (f"{SCHEMA}.pgqueuer",)
     control_tables = (f"{SCHEMA}.pgqueuer_log", f"{SCHEMA}.pgqueuer_statistics", f"{SCHEMA}.pgqueuer_schedules")

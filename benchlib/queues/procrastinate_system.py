@@ -34,7 +34,7 @@ from typing import Any
 import procrastinate
 from psycopg.conninfo import make_conninfo
 
-from benchlib.queues.base import Handled, number_of, run_sql, until_stopped
+from benchlib.queues.base import Capabilities, Handled, number_of, run_sql, until_stopped
 
 SCHEMA = "benchlib_procrastinate"
 POLLING_INTERVAL_S = 5.0  # procrastinate's default: how long an idle worker waits when no NOTIFY comes
@@ -130,18 +130,20 @@ class Procrastinate:
     backends = ("postgres",)
     kind = "worker"
     package = "procrastinate"
-    batch_setting = None  # one job per fetch query; no setting to change that
-    extra_connections = 3  # the fetcher, a spare, the producer's
     summary = "procrastinate: batch_defer_async; run_worker_async(concurrency=C); one job per fetch"
     tables = (f"{SCHEMA}.procrastinate_jobs",)
     control_tables = (f"{SCHEMA}.procrastinate_workers", f"{SCHEMA}.procrastinate_events",
                       f"{SCHEMA}.procrastinate_periodic_defers")
-    settable = {
-        "stalled_retry_every_s": "run the docs' retry_stalled_jobs periodic task (get_stalled_jobs, then retry_job "
-                                 "for each) every N s; default: no such task, so nothing retries a dead worker's jobs",
-        "stalled_after_s": "get_stalled_jobs(seconds_since_heartbeat=N): a doing job is stalled once its worker's "
-                           "heartbeat (every 10 s) is older; default 30 (procrastinate's)",
-    }
+    caps = Capabilities(
+        batch_knob=None,  # one job per fetch query; no setting to change that
+        extra_connections=3,  # the fetcher, a spare, the producer's
+        settable={
+            "stalled_retry_every_s": "run the docs' retry_stalled_jobs periodic task (get_stalled_jobs, then "
+                                     "retry_job for each) every N s; default: no such task, so nothing retries a "
+                                     "dead worker's jobs",
+            "stalled_after_s": "get_stalled_jobs(seconds_since_heartbeat=N): a doing job is stalled once its "
+                               "worker's heartbeat (every 10 s) is older; default 30 (procrastinate's)",
+        })
 
     def __init__(self, given: dict[str, Any] | None = None) -> None:
         self.rescue = {k: float(v) for k, v in (given or {}).items()}

@@ -69,13 +69,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import asyncpg
 
 from benchlib import sql
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
-from benchlib.queues.base import OurDesign
+from benchlib.queues.base import PULL, OurDesign
 
 SQL = sql.beside(__file__)
 
@@ -94,8 +94,7 @@ class Rotation(OurDesign):
     name = "rotation"
     backends = ("postgres",)
     summary = "PgQ-style log: append-only children, snapshot ticks, members take tick batches, oldest TRUNCATEd"
-    # Studies that drive the group API need a harness ticker (tick + rotate).
-    ticked = True
+    caps = replace(PULL, ticked=True)  # studies that drive the group API run a harness ticker (tick + rotate)
     # Small bookkeeping tables, reported apart from the event children.
     control_tables = ("rotation_state", "rotation_ticks", "rotation_groups", "rotation_members",
                       "rotation_batches", "rotation_log")

@@ -28,7 +28,7 @@ async def test_every_settable_key_is_one_the_hello_reports(name, pg_db):
     adapter_runnable(name)
     system = QUEUES[name]
     async with system().session(pg_db) as adapter:
-        assert set(system.settable) <= set(adapter.hello["settings"])
+        assert set(system.caps.settable) <= set(adapter.hello["settings"])
 
 
 @pytest.mark.parametrize(("name", "settings", "refusal"), [

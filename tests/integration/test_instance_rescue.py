@@ -109,11 +109,11 @@ def test_a_key_or_value_it_does_not_take_is_refused_in_one_line(name, given, why
 
 def test_the_process_form_declares_what_its_system_takes():
     for name in ("pgqrs", "procrastinate"):
-        assert process_system(name).settable == queues.QUEUES[name].settable and process_system(name).settable
+        assert process_system(name).caps.settable == queues.QUEUES[name].caps.settable and process_system(name).caps.settable
         for good in ([PGQRS, {"reclaim_every_s": 0.5}] if name == "pgqrs" else
                      [PROCRASTINATE, {"stalled_retry_every_s": 600}, {"stalled_retry_every_s": 5.0}]):
             assert refusal(name, json.dumps(good), queues.QUEUES[name]) is None, good
-    assert process_system("skip_locked").settable == {}
+    assert process_system("skip_locked").caps.settable == {}
 
 
 async def test_a_bad_value_is_refused_by_the_process_in_one_line(pg_db):
@@ -129,7 +129,7 @@ async def test_a_bad_value_is_refused_by_the_process_in_one_line(pg_db):
 async def test_with_no_setting_the_hello_reports_none(name, pg_db):
     async with _with(name, {})().session(pg_db) as adapter:
         said = adapter.hello["settings"]
-    assert not set(said) & {*queues.QUEUES[name].settable, "heartbeat_every_s", "worker_heartbeat_s"}, said
+    assert not set(said) & {*queues.QUEUES[name].caps.settable, "heartbeat_every_s", "worker_heartbeat_s"}, said
 
 
 async def _produce(adapter, ids: dict, seqs: range, every_s: float) -> None:

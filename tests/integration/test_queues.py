@@ -125,7 +125,7 @@ async def test_a_worker_system_keeping_up_stops_soon_after_it_is_asked(name, tar
     handled = worker_handler(ledger)
     async with system.session(target) as session:
         await session.install()
-        work = asyncio.create_task(session.work(2, 5 if system.batch_setting else None, handled, stop, True))
+        work = asyncio.create_task(session.work(2, 5 if system.caps.batch_knob else None, handled, stop, True))
         try:
             await backlog.enqueue_all(session.enqueue_many, 40, backlog.chunk_of(system), ledger)
             async with asyncio.timeout(60):

@@ -13,10 +13,10 @@ from benchlib.queues.adapter_builds import adapter_system
 def test_settable_lists_the_manifests_keys(m):
     assert m.settings, f"{m.system}'s manifest lists no settings"
     assert all(isinstance(v, str) and v.strip() and "\n" not in v.strip() for v in m.settings.values())
-    assert adapter_system(m.folder.name).settable == m.settings
-    assert QUEUES[m.system].settable == m.settings  # the registered entry, and its variants
+    assert adapter_system(m.folder.name).caps.settable == m.settings
+    assert QUEUES[m.system].caps.settable == m.settings  # the registered entry, and its variants
     for variant in (cls for name, cls in QUEUES.items() if name.startswith(m.system + "-")):
-        assert variant.settable == m.settings and set(variant.overrides) <= set(m.settings)
+        assert variant.caps.settable == m.settings and set(variant.overrides) <= set(m.settings)
 
 
 def test_river_and_pg_boss_list_their_rescue_settings():

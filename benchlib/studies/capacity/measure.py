@@ -774,7 +774,7 @@ def plan_cell(p: Params, system: str, consumers: int, reference: dict, fetch: st
     per dequeue); none for a library without a fetch setting."""
     cls = queues.QUEUES[system]
     best = reference.get((system, consumers))
-    if cls.kind == "worker" and not cls.batch_setting:
+    if cls.caps.batch_knob is None:
         batch = None
     elif p.batch is not None:
         batch = p.batch
@@ -964,7 +964,7 @@ def settings(p: Params) -> dict[str, str]:
 
 
 def connections(p: Params) -> int:
-    extra = max(getattr(queues.QUEUES[s], "extra_connections", 0) for s in p.systems)
+    extra = max(queues.QUEUES[s].caps.extra_connections for s in p.systems)
     # a producer process apart opens a library session of its own (its pool, an adapter's): a few more
     apart = 4 if p.producers_run == "apart" else 0
     return max(p.consumers) + p.producers + extra + 5 + apart  # + sampler, census, statistics, admin, spare

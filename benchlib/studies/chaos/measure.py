@@ -32,7 +32,6 @@ from benchlib import outputs, queues, timeline
 from benchlib import params as check
 from benchlib.errors import BenchError
 from benchlib.queues import instance
-from benchlib.queues.jsonlines import JsonLinesSystem
 from benchlib.results import Schema, load_profile, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload import engine, faults, fleet, phases, scenario
@@ -153,7 +152,7 @@ class Params:
 
 def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | None:
     """Per system, the settings of its rescue run, each one the system's process takes (its
-    `settable`), as a finite number, and for a Python system's process the values its own rules
+    `caps.settable`), as a finite number, and for a Python system's process the values its own rules
     accept: one-line errors before a server starts (an adapter checks its ranges when it starts)."""
     if raw is None:
         return None
@@ -163,7 +162,7 @@ def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | N
     for system, given in raw.items():
         if system not in systems:
             raise BenchError(f"rescue names {system!r}, which is not among the systems ({', '.join(systems)})")
-        takes = instance.as_process(system).settable
+        takes = instance.as_process(system).caps.settable
         if not isinstance(given, dict) or not given:
             raise BenchError(f"rescue: {system}'s settings must be a non-empty mapping of setting to value")
         for key, value in given.items():
@@ -173,7 +172,7 @@ def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | N
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise BenchError(f"rescue: {system}'s {key} must be a number, got {value!r}")
         inner = queues.QUEUES[system]
-        if not issubclass(inner, JsonLinesSystem) and (why := instance.refusal(system, json.dumps(given), inner)):
+        if inner.caps.process == "harness" and (why := instance.refusal(system, json.dumps(given), inner)):
             raise BenchError(f"rescue: {system}: {why}")
         out[system] = dict(given)
     return out
@@ -319,7 +318,7 @@ def max_jobs(p: Params) -> int:
 
 def _code(system: str) -> tuple[str, ...]:
     return (__file__, timeline.__file__, engine.__file__, faults.__file__, fleet.__file__, scenario.__file__,
-            *queues.code_files(system), *getattr(queues.QUEUES[system], "settings_code", ()), instance.__file__)
+            *queues.code_files(system), *queues.QUEUES[system].caps.settings_code, instance.__file__)
 
 
 def cells(p: Params) -> list[Cell]:

@@ -337,7 +337,7 @@ async def drain_worker(target: Any, system: queues.WorkerSystem, consumers: int,
                 stop.set()
 
         ledger.last_progress_ns = now_ns()
-        work = asyncio.create_task(session.work(consumers, batch if system.batch_setting else None, report, stop,
+        work = asyncio.create_task(session.work(consumers, batch if system.caps.batch_knob else None, report, stop,
                                                 False))
         try:
             while not work.done():  # the watchdog: no progress for idle_timeout_s ends the sample
@@ -420,7 +420,7 @@ def settings(p: Params) -> dict[str, str]:
 def connections(p: Params) -> int:
     # the consumers, plus the harness's own (prefill, describe, cleanup), plus what a
     # worker library keeps beside its workers (a fetcher, a spare)
-    return max(p.consumers) + 1 + getattr(queues.QUEUES[p.queue], "extra_connections", 0)
+    return max(p.consumers) + 1 + queues.QUEUES[p.queue].caps.extra_connections
 
 
 def systems(p: Params) -> dict[str, dict[str, str]]:
@@ -436,7 +436,7 @@ def batch_sizes(p: Params) -> tuple[int, ...]:
     """The batch axis: the profile's, or 1 alone for a library that fetches one job at a
     time and has no setting to change it (its concurrency is swept, nothing else)."""
     cls = queues.QUEUES[p.queue]
-    return p.batch_sizes if cls.kind == "pull" or cls.batch_setting else (1,)
+    return p.batch_sizes if cls.caps.batch_knob else (1,)
 
 
 def with_limit(p: Params) -> bool:

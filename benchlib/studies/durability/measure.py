@@ -309,8 +309,8 @@ def max_jobs(p: Params) -> int:
 
 def crash_support(queue: str) -> str | None:
     """Why `queue` cannot take part in the crash cells (None: it can)."""
-    sql = getattr(queues.QUEUES[queue], "SQL", {})
-    if all(s in sql for s in CRASH_STATEMENTS):
+    cls = queues.QUEUES[queue]
+    if cls.kind == "pull" and all(s in cls.SQL for s in CRASH_STATEMENTS):
         return None
     return (f"{queue} has no crash accounting yet: a design needs `present` and `undone` statements "
             "(queues/sql_queue.py) to be counted by id after a crash")

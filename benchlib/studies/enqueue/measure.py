@@ -245,7 +245,7 @@ def settings(p: Params) -> dict[str, str]:
 
 def connections(p: Params) -> int:
     """A worker system opens a session per client, each with the connections it keeps."""
-    per = max(1 + getattr(queues.QUEUES[s], "extra_connections", 0) for s in p.systems)
+    per = max(1 + queues.QUEUES[s].caps.extra_connections for s in p.systems)
     return max(p.clients) * per + 3  # + install, checkpoint, spare
 
 

@@ -387,9 +387,9 @@ async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session:
     """Producers, consumers (the harness's, or the library's workers), bystanders, ticker and
     sampler through the cell's phases (cell_phases: the baseline, the held phase, then the
     drain of what is left)."""
-    consume = _log_consumer if getattr(queue, "ticked", False) else _pull_consumer
+    consume = _log_consumer if queue.caps.ticked else _pull_consumer
     members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
-    if getattr(queue, "ticked", False):
+    if queue.caps.ticked:
         await queue.register_group(admin, GROUP)
         for m in members:
             await queue.register_member(admin, GROUP, m)
@@ -399,13 +399,13 @@ async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session:
         producers = [tg.create_task(_producer(target, queue, session, p.rate / p.producers, live, start_ns,
                                               j / p.producers)) for j in range(p.producers)]
         if session is not None:  # the library's own workers, waiting for what the producers send
-            tg.create_task(session.work(p.consumers, p.batch_size if queue.batch_setting else None,
+            tg.create_task(session.work(p.consumers, p.batch_size if queue.caps.batch_knob else None,
                                         drivers.worker_handler(live.ledger), live.stopping, True))
         for m in members if session is None else ():
             tg.create_task(consume(target, queue, p.batch_size, live, m))
         for _ in range(p.bystanders):
             tg.create_task(_bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live, rng))
-        if getattr(queue, "ticked", False):
+        if queue.caps.ticked:
             tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
         tg.create_task(_sampler(target, queue, p, live, start, rows))
 
@@ -505,10 +505,10 @@ async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng:
 
 async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: float) -> Snapshot:
     """Server statistics first; then the time, client counters and bystander window, read together."""
-    kinds = await sampler.table_stats(conn, control=getattr(queue, "control_tables", ()))
+    kinds = await sampler.table_stats(conn, control=queue.control_tables)
     horizon = await sampler.horizon(conn)
     rotation = {}
-    if getattr(queue, "ticked", False):
+    if queue.caps.ticked:
         children = await queue.rows_per_child(conn)
         rotation = {
             "current_child": next((r["child"] for r in children if r["is_current"]), None),
@@ -544,7 +544,7 @@ async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, start: 
 
 def _make_queue(name: str, p: Params) -> Any:
     cls = queues.QUEUES[name]
-    if getattr(cls, "ticked", False):  # the log design: no drain group, the study's own group
+    if cls.caps.ticked:  # the log design: no drain group, the study's own group
         return cls(children=p.children, group=None, rotation_period_s=p.rotation_period_s)
     return cls()
 
@@ -624,7 +624,7 @@ def settings(p: Params) -> dict[str, str]:
 def connections(p: Params) -> int:
     # producers, consumers, bystanders, plus ticker, sampler, admin, holder and the harness's own,
     # plus what a worker library keeps beside its workers
-    extra = max(getattr(queues.QUEUES[d], "extra_connections", 0) for d in p.designs)
+    extra = max(queues.QUEUES[d].caps.extra_connections for d in p.designs)
     return p.producers + p.consumers + p.bystanders + 5 + extra
 
 

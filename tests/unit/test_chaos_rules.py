@@ -31,7 +31,7 @@ def test_a_scenario_is_checked_in_one_place():
 
 @pytest.mark.parametrize("raw, says", [
     ([{"name": "b", "kind": "load", "seconds": 2}, *DRAIN], "starts with one warmup"),
-    ([*BASE], "ends with one drain"),
+    ([*BASE], "end with one drain"),
     ([BASE[0], *DRAIN], "needs a `load` phase"),
     ([*BASE, {"name": "base", "kind": "recover", "seconds": 2}, *DRAIN], "used twice"),
     ([*BASE, {"name": "x", "kind": "burst", "seconds": 2}, *DRAIN], "unknown kind 'burst'"),
@@ -40,11 +40,12 @@ def test_a_scenario_is_checked_in_one_place():
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "only a fault phase"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "every": 1}, *DRAIN], "unknown key 'every'"),
     ([*BASE, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "followed by a recover"),
+    ([*BASE, {"name": "h", "kind": "hold", "seconds": 2}, *DRAIN], "takes no holder"),
     ("warmup", "must be a list"),
 ])
 def test_a_bad_scenario_is_a_one_line_error(raw, says):
     with pytest.raises(BenchError, match=says) as err:
-        scenario.parse(raw, 1.0)
+        measure._checked(raw, 1.0, 2)
     assert "\n" not in str(err.value)
 
 
@@ -72,7 +73,8 @@ def test_params_check_the_scenario_s_faults_before_any_server():
 
 
 def _span(name: str, kind: str, start: float, end: float, fault: str | None = None) -> engine.Span:
-    return engine.Span(Phase(name, kind, end - start, 1.0, fault), int(start * S), int(end * S))
+    rate = None if kind == "drain" else 1.0
+    return engine.Span(Phase(name, kind, end - start, rate, fault), int(start * S), int(end * S))
 
 
 def _jobs(acked: list[float], handled: list[tuple[int, float]]) -> engine.Jobs:

@@ -1,11 +1,12 @@
-"""A cell's phases as data (workload/phases.py): the sequence a study builds, checked, and the
-instant -> phase map the samples are labelled by."""
+"""A cell's phases as data (workload/scenario.py's one Phase class): the sequence a study builds,
+checked, and the instant -> phase map the samples are labelled by (workload/phases.py)."""
 from __future__ import annotations
 
 import pytest
 
 from benchlib.errors import BenchError
-from benchlib.workload.phases import Phase, check, ends_s, named_at, phase_at, timed
+from benchlib.workload.phases import ends_s, named_at, phase_at, timed
+from benchlib.workload.scenario import Phase, check
 
 
 def test_a_sequence_maps_each_instant_to_its_phase_and_the_rest_to_the_drain():
@@ -24,7 +25,7 @@ def test_a_cell_that_ran_labels_each_instant_by_its_phases_actual_starts():
 @pytest.mark.parametrize(("sequence", "says"), [
     ((Phase("a", "load", 5),), "end with one drain"),
     ((Phase("d", "drain"), Phase("a", "load", 5), Phase("e", "drain")), "end with one drain"),
-    ((Phase("a", "load", 5), Phase("a", "hold", 5), Phase("d", "drain")), "names repeat"),
+    ((Phase("a", "load", 5), Phase("a", "hold", 5), Phase("d", "drain")), "'a' is used twice"),
 ])
 def test_a_malformed_sequence_is_one_line_that_says_what_to_change(sequence, says):
     with pytest.raises(BenchError, match=says):
@@ -32,9 +33,11 @@ def test_a_malformed_sequence_is_one_line_that_says_what_to_change(sequence, say
 
 
 @pytest.mark.parametrize(("make", "says"), [
-    (lambda: Phase("x", "fault", 5), "not one of load, hold, drain"),
+    (lambda: Phase("x", "burst", 5), "not one of warmup, load, hold, fault, recover, drain"),
     (lambda: Phase("x", "load"), "every other phase for a number of seconds"),
-    (lambda: Phase("x", "drain", 5), "a drain runs until it is done"),
+    (lambda: Phase("x", "drain", 5, rate=1.0), "a drain has no rate"),
+    (lambda: Phase("x", "fault", 5), "a fault phase names its fault"),
+    (lambda: Phase("x", "load", 5, fault="kill_worker"), "only a fault phase does"),
     (lambda: Phase("x", "load", 0), "seconds must be > 0"),
 ])
 def test_a_bad_phase_is_refused_where_it_is_made(make, says):

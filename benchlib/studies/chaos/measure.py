@@ -179,9 +179,23 @@ def _rescue(raw: Any, systems: tuple[str, ...]) -> dict[str, dict[str, Any]] | N
 
 
 def _checked(raw: Any, load: float, instances: int) -> tuple[Phase, ...]:
-    """The scenario's phases, each fault's options checked against its phase and the fleet."""
+    """The scenario's phases, each fault's options checked against its phase and the fleet, and
+    this study's rules: a warm-up first, a baseline, each fault followed by its recovery, no
+    holder (the engine takes none)."""
+    phases = scenario.parse(raw, load)
+    if phases[0].kind != "warmup" or any(ph.kind == "warmup" for ph in phases[1:]):
+        raise BenchError("a chaos scenario starts with one warmup phase, and only there")
+    if not any(ph.kind == "load" for ph in phases):
+        raise BenchError("a chaos scenario needs a `load` phase: the baseline every fault is compared with")
+    if held := [ph.name for ph in phases if ph.kind == "hold"]:
+        raise BenchError(f"chaos scenario phase {held[0]!r}: the chaos study takes no holder; "
+                         "use a fault phase (its faults: faults.py)")
+    for ph, nxt in zip(phases, phases[1:]):
+        if ph.kind == "fault" and nxt.kind not in ("recover", "load"):
+            raise BenchError(f"scenario phase {ph.name!r}: a fault is followed by a recover (or load) phase, "
+                             f"where its recovery is judged; {nxt.name!r} is a {nxt.kind} phase")
     out = []
-    for ph in scenario.parse(raw, load):
+    for ph in phases:
         if ph.kind == "fault":
             ph = replace(ph, options=faults.check(ph.fault, ph.options, ph.seconds, instances, f"scenario phase {ph.name!r}"))
         out.append(ph)

@@ -49,7 +49,7 @@ from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
 from benchlib import timeline
-from benchlib.workload import drivers, pacing, phases, sampler
+from benchlib.workload import drivers, pacing, phases, sampler, scenario
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import Producers
 
@@ -230,11 +230,11 @@ class Snapshot:
     rotation: dict[str, Any] = field(default_factory=dict)
 
 
-def cell_phases(phase_s: float) -> tuple[phases.Phase, ...]:
-    """A cell's sequence (workload/phases.py): `baseline` (no holder) and `held` (the holder
-    taken at the boundary), phase_s each, then the drain."""
-    return phases.check((phases.Phase("baseline", "load", phase_s), phases.Phase("held", "hold", phase_s),
-                         phases.Phase("drain", "drain")))
+def cell_phases(phase_s: float) -> tuple[scenario.Phase, ...]:
+    """A cell's sequence (workload/scenario.py): `baseline` (no holder) and `held` (the holder
+    taken at the boundary), phase_s each, then the drain (until done, or drain_timeout_s)."""
+    return scenario.check((scenario.Phase("baseline", "load", phase_s), scenario.Phase("held", "hold", phase_s),
+                           scenario.Phase("drain", "drain")))
 
 
 def phase_at(t_s: float, phase_s: float) -> str:

@@ -12,6 +12,9 @@ that loop, so a new scenario is profile data (scenario.py) and a new fault one h
   and the producer goes on: its due jobs go out when the system takes them again, each with its
   own intended instant. A producer process that died is started again.
 - The workers are fleet.Fleet's instances; faults act on them through faults.Context.
+- Or, `in_process`, the consumers and the producer run in the harness's process
+  (consumers.InProcess: the harness's pull loops, a log's members and ticker, or a worker
+  library's own workers), as a measuring study needs them: no fault acts on a worker there.
 - The drain stops the producer and waits until every acknowledged job was handled, or its time.
 
 `account` is the reading of a finished cell, pure over its arrays (tested on fakes): per judged
@@ -31,10 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.errors import BenchError
 from benchlib.measure import now_ns
 from benchlib.queues.jsonlines import AdapterError
 from benchlib.workload import faults as fault_hooks
 from benchlib.workload import pacing
+from benchlib.workload.consumers import InProcess
 from benchlib.workload.fleet import Fleet, with_app
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.scenario import Phase
@@ -54,6 +59,14 @@ class CellPlan:
     batch: int | None
     restart_after_s: float = 1.0
     judged: tuple[str, ...] = ()  # phases whose consequences are accounted (a scenario's faults, in the control too)
+    in_process: bool = False  # consumers and producer in the harness's process (consumers.InProcess)
+
+    def __post_init__(self) -> None:
+        if any(ph.seconds is None for ph in self.phases):
+            raise BenchError("every phase of a cell runs a number of seconds (a drain: at most)")
+        if self.in_process and (self.instances != 1 or any(ph.kind == "fault" for ph in self.phases)):
+            raise BenchError("a cell whose consumers run in the harness's process has one instance and no fault "
+                             "phase: a fault acts on worker processes (in_process: false)")
 
 
 @dataclass
@@ -125,6 +138,9 @@ class Producer:
         self.stack = contextlib.AsyncExitStack()
         self.session: Any = None
 
+    async def install(self) -> None:
+        await (await self.open()).install()
+
     async def open(self) -> Any:
         if self.session is None or self.session.gone:
             await self.stack.aclose()
@@ -169,10 +185,14 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
 
     by_id = ById(ledger)
     ran = Ran(ledger=ledger, spans=[], start_ns=0, end_ns=0)
-    producer = Producer(system, target, ran)
-    fleet = Fleet(system, target, plan.instances, plan.workers, plan.batch, handled, mark, plan.restart_after_s,
-                  handled_id=by_id.handled)
-    ctx = fault_hooks.Context(fleet, target, mark)
+    ctx: fault_hooks.Context | None = None
+    if plan.in_process:
+        fleet = producer = InProcess(system, target, plan.workers, plan.batch, handled, by_id.handled)
+    else:
+        producer = Producer(system, target, ran)
+        fleet = Fleet(system, target, plan.instances, plan.workers, plan.batch, handled, mark, plan.restart_after_s,
+                      handled_id=by_id.handled)
+        ctx = fault_hooks.Context(fleet, target, mark)
     starts = {run[0]: run for run in _runs(plan.phases)}
     sending: tuple[asyncio.Event, asyncio.Task] | None = None
     out = pacing.Producers()
@@ -185,9 +205,10 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             sending = None
 
     try:
-        await (await producer.open()).install()
+        await producer.install()
         await fleet.start_all()
-        await ctx.monitor()  # opened before any fault: connection_exhaustion leaves no slot for it
+        if ctx is not None:
+            await ctx.monitor()  # opened before any fault: connection_exhaustion leaves no slot for it
         ran.start_ns = now_ns()
         for i, ph in enumerate(plan.phases):
             start = now_ns()
@@ -207,11 +228,14 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                     mark("fault", ph.fault, "enter")
                     await hook.enter(ctx)
                 if ph.kind == "drain":
-                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9))
+                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9),
+                                                 fleet.raise_failed if plan.in_process else None)
                 else:
                     await asyncio.sleep(max(0.0, (start + ph.seconds * 1e9 - now_ns()) / 1e9))
                     if sending is not None and sending[1].done():
                         sending[1].result()  # the producer's own failure (not a refusal) ends the cell
+                    if plan.in_process:
+                        fleet.raise_failed()
             finally:
                 if hook is not None:
                     await hook.exit(ctx)
@@ -225,22 +249,37 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             sending[0].set()
             with contextlib.suppress(Exception):
                 await sending[1]
-        await fleet.close()
-        await producer.close()
-        await ctx.close()
+        try:
+            await fleet.close()
+        finally:
+            if producer is not fleet:
+                await producer.close()
+            if ctx is not None:
+                await ctx.close()
     ran.unmapped = by_id.resolve()
     ran.exits = list(fleet.exits)
     ran.errors, ran.settings, ran.hello = fleet.errors, fleet.settings, fleet.hello
     return ran
 
 
-async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int) -> bool:
-    """Wait until every acknowledged job was handled at least once, or the deadline."""
+async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, check: Callable[[], None] | None = None) -> bool:
+    """Wait until every acknowledged job was handled at least once, or the deadline; `check`
+    raises a consumer's own failure. Each poll looks only at the jobs still missing and the
+    acknowledgements since the last (a cell at tens of thousands of jobs/s has millions)."""
+    missing: set[int] = set()
+    counted = 0
     while True:
         by_id.resolve()
-        acked = {s for b in ledger.batches for s in range(b.start, b.start + len(b.ids))}
-        if acked <= ledger.seen:
+        batches = ledger.batches
+        for b in batches[counted:]:
+            missing.update(range(b.start, b.start + len(b.ids)))
+        counted = len(batches)
+        seen = ledger.seen
+        missing = {s for s in missing if s not in seen}
+        if not missing:
             return True
+        if check is not None:
+            check()
         if now_ns() >= deadline_ns:
             return False
         await asyncio.sleep(DRAIN_POLL_S)

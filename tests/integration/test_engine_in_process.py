@@ -1,0 +1,89 @@
+"""The cell engine with its consumers and producer in the harness's process (consumers.InProcess),
+as the measuring studies need it: every acknowledged job handled exactly once for each kind of
+system (pull, log, worker) and on a backend with no process form (SQLite); nothing left open;
+a consumer's own failure ends the cell instead of waiting out its drain."""
+from __future__ import annotations
+
+import pytest
+
+from benchlib import queues, timeline
+from benchlib.errors import BenchError
+from benchlib.queues.rotation import Rotation
+from benchlib.queues.skip_locked import SkipLocked
+from benchlib.workload import engine, scenario
+
+pytestmark = pytest.mark.integration
+
+RATE = 150.0  # jobs/s: every system here keeps up with it on a busy machine
+
+
+def plan(drain_s: float = 20, workers: int = 2, batch: int | None = 5) -> engine.CellPlan:
+    phases = scenario.parse([
+        {"name": "warmup", "kind": "warmup", "seconds": 1},
+        {"name": "base", "kind": "load", "seconds": 2},
+        {"name": "drain", "kind": "drain", "seconds": drain_s},
+    ], 1.0)
+    return engine.CellPlan(phases, RATE, instances=1, workers=workers, batch=batch, in_process=True)
+
+
+def system_of(name: str):
+    return Rotation(group=None) if name == "rotation" else queues.QUEUES[name]()
+
+
+async def _backends(target) -> int:
+    if target.backend != "postgres":
+        return 0
+    conn = await target.connect()
+    try:
+        return await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                   "AND pid <> pg_backend_pid()")
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("name", ["skip_locked", "pgmq", "pgqrs", "sqlite", "rotation", "pgqueuer", "procrastinate"])
+async def test_every_acknowledged_job_is_handled_exactly_once(name, target_for):
+    target = await target_for(name)
+    ran = await engine.run_cell(system_of(name), target, plan(), timeline.mark)
+    jobs = engine.Jobs.of(ran.ledger)
+    first, count = jobs.first_and_count()
+    assert ran.drained and ran.unmapped == 0 and not ran.refused_ns
+    assert len(jobs.acked_seq) >= RATE  # three seconds at RATE, on a busy machine at least one
+    assert (first >= 0).all() and (count == 1).all() and jobs.unknown() == 0
+    assert [s.phase.name for s in ran.spans] == ["warmup", "base", "drain"]
+    assert await _backends(target) == 0  # every consumer's, the producer's and the ticker's connection closed
+
+
+class _Failing(SkipLocked):
+    """Our design, whose dequeue fails after a few calls (a bug of ours or a library's)."""
+
+    async def operations(self, conn):
+        dequeue, ack = await super().operations(conn)
+        calls = 0
+
+        async def failing(n: int):
+            nonlocal calls
+            calls += 1
+            if calls > 20:
+                raise RuntimeError("dequeue broke")
+            return await dequeue(n)
+
+        return failing, ack
+
+
+async def test_a_consumers_failure_ends_the_cell_at_once(pg_db):
+    with pytest.raises(RuntimeError, match="dequeue broke"):
+        await engine.run_cell(_Failing(), pg_db, plan(drain_s=600), timeline.mark)
+    assert await _backends(pg_db) == 0
+
+
+def test_a_cell_in_process_takes_no_fault_and_one_instance():
+    phases = scenario.parse([
+        {"name": "warmup", "kind": "warmup", "seconds": 1},
+        {"name": "kill", "kind": "fault", "seconds": 1, "fault": "kill_worker"},
+        {"name": "drain", "kind": "drain", "seconds": 5},
+    ], 1.0)
+    with pytest.raises(BenchError, match="a fault acts on worker processes"):
+        engine.CellPlan(phases, RATE, instances=1, workers=1, batch=None, in_process=True)
+    with pytest.raises(BenchError, match="one instance"):
+        engine.CellPlan(phases[:1] + phases[2:], RATE, instances=2, workers=1, batch=None, in_process=True)

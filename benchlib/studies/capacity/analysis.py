@@ -12,11 +12,22 @@ from typing import Any
 import polars as pl
 
 from benchlib.charts import BACKENDS
+from benchlib.compare import Rule
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.measure import WARMUP
 from benchlib.studies.capacity.wording import LOOKED, producers_held
 from benchlib.studies.drain import analysis as drain_analysis
 from benchlib.tables import Table, fmt, plural
+
+
+_CELL = ("backend", "system", "consumers", "batch")
+# What a re-measure meant to move nothing must keep (benchlib/compare.py): the rate each round
+# held within 10 % or the rounds' spread, and no step losing or repeating a job where none did.
+COMPARED = (
+    Rule("results", _CELL, "passed", within=0.10, rows=lambda df: df.filter(pl.col("error").is_null())),
+    Rule("steps", _CELL, "lost", zero_stays=True),
+    Rule("steps", _CELL, "duplicates", zero_stays=True),
+)
 
 CEILING_NEAR = 0.9  # a capacity within 10 % of what a system's settings allow is that ceiling
 KEYS = ["backend", "system", "consumers", "batch"]

@@ -9,9 +9,21 @@ from typing import Any
 import polars as pl
 
 from benchlib import limits, pgbench, queues, scaling
+from benchlib.compare import Rule
 from benchlib.findings import Ratio, listed, sig
 from benchlib.results import measured
 from benchlib.tables import Table, fmt, plural, ratio
+
+
+_CELL = ("backend", "queue", "consumers", "batch_size", "prefill", "axis")
+# What a re-measure meant to move nothing must keep (benchlib/compare.py): rates within 10 %
+# or their spread, the dequeue's median within 25 % (latencies move more), nothing lost or twice.
+COMPARED = (
+    Rule("samples", _CELL, "throughput_jobs_s", within=0.10, rows=measured),
+    Rule("samples", _CELL, "dequeue_p50_ms", within=0.25, rows=measured),
+    Rule("samples", _CELL, "lost", zero_stays=True, rows=measured),
+    Rule("samples", _CELL, "duplicates", zero_stays=True, rows=measured),
+)
 
 KEYS = ["backend", "queue", "consumers", "batch_size"]
 

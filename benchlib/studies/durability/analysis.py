@@ -19,6 +19,7 @@ import polars as pl
 from scipy import stats
 
 from benchlib import limits, scaling
+from benchlib.compare import Rule
 from benchlib.findings import Ratio, sig
 from benchlib.results import measured
 from benchlib.findings import listed
@@ -26,6 +27,17 @@ from benchlib.limits import cpu_account
 from benchlib.studies.drain.analysis import totals as drain_totals
 from benchlib.studies.durability.measure import CONFIGS, CRASH_MODES
 from benchlib.tables import Table, fmt, plural, ratio
+
+
+# What a re-measure meant to move nothing must keep (benchlib/compare.py): each configuration's
+# rate within 10 % or its spread; a crash count that was 0 stays 0, others within 50 % (the
+# crash moments are seeded, what the WAL writer had flushed by then is not).
+COMPARED = (
+    Rule("samples", ("config", "server_major", "queue", "jobs", "concurrency"), "throughput_jobs_s", within=0.10,
+         rows=measured),
+    Rule("crashes", ("config", "server_major", "queue", "mode"), "lost", within=0.5, zero_stays=True,
+         rows=lambda df: df.filter(pl.col("error").is_null())),
+)
 
 KEYS = ["config", "queue", "jobs", "concurrency"]
 # the reference: a published Rust SKIP LOCKED benchmark (2,000 jobs, concurrency 1-16), named

@@ -13,20 +13,19 @@ form, and a pipe with a JSON line per job would take CPU from the server the two
   harness's ticker (tick, then rotate), as pgqd would run it;
 - worker: the library's own workers in this process (`work`, continuous), which report seqs.
 
-The producer's enqueue goes through a connection of its own (pull, log) or the library's
+Each producer's enqueue goes through a connection of its own (pull, log) or the library's
 session (worker), as an application beside its workers would.
 """
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from benchlib.queues.base import Handled, closed
 from benchlib.workload import drivers
 
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
-TICK_S = 0.1  # the log's ticker: how often it ticks and rotates
 GROUP = "cell"  # the log's consumer group
 STOP_DEADLINE_S = 15.0  # the consumers' last fetch and the library's own stop, at the end of a cell
 
@@ -45,32 +44,33 @@ class _ById:
 
 class InProcess:
     """`consumers` consumers of `system` (an instance of a registered class) at `batch`, and its
-    producer's enqueue, in this process; `handled(seq, t_ns)` for a worker library's reports,
-    `handled_id(id, t_ns)` for the harness's own consumers'."""
+    producers' enqueues, in this process; `handled(seq, t_ns)` for a worker library's reports,
+    `handled_id(id, t_ns)` for the harness's own consumers'; a ticked log ticked every `tick_s`."""
 
     instances = 1
 
     def __init__(self, system: Any, target: Any, consumers: int, batch: int | None, handled: Handled,
-                 handled_id: Callable[[Any, int], None], poll_s: float = POLL_S) -> None:
+                 handled_id: Callable[[Any, int], None], poll_s: float = POLL_S, tick_s: float = 0.1) -> None:
         self.system, self.target, self.consumers, self.batch = system, target, consumers, batch
-        self.handled, self.by_id, self.poll_s = handled, _ById(handled_id), poll_s
+        self.handled, self.by_id, self.poll_s, self.tick_s = handled, _ById(handled_id), poll_s, tick_s
+        self.ticks = 0  # ticks the harness took (a ticked log)
         self.kind = "log" if system.caps.ticked else system.kind
         self.stop = asyncio.Event()
         self.tasks: list[asyncio.Task] = []
         self.conns: list[Any] = []
         self.session: Any = None
         self._session_cm: Any = None
-        self._producer: Any = None
+        self._producers: list[Any] = []
         self.exits: list[tuple[int, int, int | None]] = []  # never: nothing here runs as a process of its own
         self.errors: list[str] = []
         self.hello: dict[str, Any] = {}
         self.settings: dict[str, Any] = (
             system.settings(consumers, batch) if self.kind == "worker" else
             {"consumers": consumers, "batch_jobs": batch or 1, "empty_poll_pause_ms": poll_s * 1000,
-             **({"tick_interval_ms": TICK_S * 1000} if self.kind == "log" else {})})
+             **({"tick_interval_ms": tick_s * 1000} if self.kind == "log" else {})})
 
     async def install(self) -> None:
-        """Fresh state through the system's own client; the producer's session opened."""
+        """Fresh state through the system's own client (a worker library's session stays open)."""
         if self.kind == "worker":
             self._session_cm = self.system.session(self.target)
             self.session = await self._session_cm.__aenter__()
@@ -85,12 +85,13 @@ class InProcess:
                     await self.system.register_member(admin, GROUP, self._member(j))
         finally:
             await closed(admin)
-        self._producer = await self.system.connect(self.target, "producer")
 
-    async def enqueue_many(self, payloads: Sequence[str]) -> list[Any]:
+    async def enqueuers(self, n: int) -> list[Callable[[Sequence[str]], Awaitable[list[Any]]]]:
+        """`n` producers' enqueue_many: through the library's session, or a connection each."""
         if self.session is not None:
-            return await self.session.enqueue_many(payloads)
-        return await self.system.enqueue_many(self._producer, payloads)
+            return [self.session.enqueue_many] * n
+        self._producers = list(await asyncio.gather(*(self.system.connect(self.target, "producer") for _ in range(n))))
+        return [lambda payloads, c=c: self.system.enqueue_many(c, payloads) for c in self._producers]
 
     async def start_all(self) -> None:
         if self.kind == "worker":
@@ -130,8 +131,8 @@ class InProcess:
                 t.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
         finally:
-            await asyncio.gather(*(closed(c) for c in [*self.conns, self._producer]), return_exceptions=True)
-            self.conns, self._producer = [], None
+            await asyncio.gather(*(closed(c) for c in [*self.conns, *self._producers]), return_exceptions=True)
+            self.conns, self._producers = [], []
             if self._session_cm is not None:
                 cm, self._session_cm, self.session = self._session_cm, None, None
                 await cm.__aexit__(None, None, None)
@@ -143,8 +144,9 @@ class InProcess:
     async def _tick(self, conn: Any) -> None:
         while not self.stop.is_set():
             await self.system.tick(conn)
+            self.ticks += 1
             await self.system.rotate(conn)
-            await asyncio.sleep(TICK_S)
+            await asyncio.sleep(self.tick_s)
 
     @staticmethod
     def _member(j: int) -> str:

@@ -12,9 +12,13 @@ that loop, so a new scenario is profile data (scenario.py) and a new fault one h
   and the producer goes on: its due jobs go out when the system takes them again, each with its
   own intended instant. A producer process that died is started again.
 - The workers are fleet.Fleet's instances; faults act on them through faults.Context.
-- Or, `in_process`, the consumers and the producer run in the harness's process
+- Or, `in_process`, the consumers and the producers run in the harness's process
   (consumers.InProcess: the harness's pull loops, a log's members and ticker, or a worker
   library's own workers), as a measuring study needs them: no fault acts on a worker there.
+- A study adds what only it does through `Hooks`: tasks beside the workload (a sampler,
+  bystanders), a wait at each timed phase's end (the sampler's boundary), the xmin holder a
+  `hold` phase runs with (taken at its start, released when a phase of another kind begins,
+  checked gone), and a pause after the drain.
 - The drain stops the producer and waits until every acknowledged job was handled, or its time.
 
 `account` is the reading of a finished cell, pure over its arrays (tested on fakes): per judged
@@ -28,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +40,7 @@ import numpy as np
 
 from benchlib.errors import BenchError
 from benchlib.measure import now_ns
+from benchlib.queues.base import closed
 from benchlib.queues.jsonlines import AdapterError
 from benchlib.workload import faults as fault_hooks
 from benchlib.workload import pacing
@@ -59,7 +64,9 @@ class CellPlan:
     batch: int | None
     restart_after_s: float = 1.0
     judged: tuple[str, ...] = ()  # phases whose consequences are accounted (a scenario's faults, in the control too)
-    in_process: bool = False  # consumers and producer in the harness's process (consumers.InProcess)
+    in_process: bool = False  # consumers and producers in the harness's process (consumers.InProcess)
+    producers: int = 1  # in process: paced producers sharing each phase's rate, staggered
+    tick_s: float = 0.1  # in process, a ticked log: how often the harness ticks and rotates
 
     def __post_init__(self) -> None:
         if any(ph.seconds is None for ph in self.phases):
@@ -67,6 +74,9 @@ class CellPlan:
         if self.in_process and (self.instances != 1 or any(ph.kind == "fault" for ph in self.phases)):
             raise BenchError("a cell whose consumers run in the harness's process has one instance and no fault "
                              "phase: a fault acts on worker processes (in_process: false)")
+        if self.producers < 1 or (self.producers > 1 and not self.in_process):
+            raise BenchError("a cell of worker processes has one producer process; several paced producers run "
+                             "in the harness's process (in_process: true)")
 
 
 @dataclass
@@ -96,6 +106,34 @@ class Ran:
     hello: dict[str, Any] = field(default_factory=dict)
     drained: bool = False
     unmapped: int = 0  # handlings by an id no acknowledged enqueue returned (its reply lost, its insert committed)
+
+
+@dataclass
+class Running:
+    """What a study's hooks see of a cell while it runs."""
+
+    ledger: Ledger
+    by_id: ById
+    consumers: Any  # consumers.InProcess or fleet.Fleet
+    start_ns: int = 0
+    phase: Phase | None = None
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set after the drain: background tasks end
+
+    @property
+    def handlings(self) -> int:
+        """Handlings reported so far, mapped to a seq or not yet (a pull system's come by id)."""
+        return len(self.ledger.handled_keys) + len(self.by_id.pending)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a study adds to its cells (every part optional)."""
+
+    background: Sequence[Callable[[Running], Awaitable[None]]] = ()  # from the first phase until `stopping`
+    phase_started: Callable[[Phase], None] | None = None
+    phase_ending: Callable[[Running, float], Awaitable[None]] | None = None  # (its planned end, s from the start)
+    holder: Any = None  # holders.HOLDERS's: held through each `hold` phase
+    settle_s: float = 0.0  # after the drain, before the consumers stop
 
 
 class ById:
@@ -176,7 +214,8 @@ def _runs(phases: Sequence[Phase]) -> list[list[int]]:
     return out
 
 
-async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[..., None]) -> Ran:
+async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[..., None],
+                   hooks: Hooks = Hooks()) -> Ran:
     """Install the system afresh, run the phases, drain, stop everything; the cell as it ran."""
     ledger = Ledger(by_seq=True)
 
@@ -187,38 +226,61 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
     ran = Ran(ledger=ledger, spans=[], start_ns=0, end_ns=0)
     ctx: fault_hooks.Context | None = None
     if plan.in_process:
-        fleet = producer = InProcess(system, target, plan.workers, plan.batch, handled, by_id.handled)
+        fleet = producer = InProcess(system, target, plan.workers, plan.batch, handled, by_id.handled,
+                                     tick_s=plan.tick_s)
     else:
         producer = Producer(system, target, ran)
         fleet = Fleet(system, target, plan.instances, plan.workers, plan.batch, handled, mark, plan.restart_after_s,
                       handled_id=by_id.handled)
         ctx = fault_hooks.Context(fleet, target, mark)
     starts = {run[0]: run for run in _runs(plan.phases)}
-    sending: tuple[asyncio.Event, asyncio.Task] | None = None
+    sending: tuple[asyncio.Event, list[asyncio.Task]] | None = None
     out = pacing.Producers()
+    running = Running(ledger, by_id, fleet)
+    background: list[asyncio.Task] = []
+    holder, admin, holding = hooks.holder, None, False
+    planned_end_s = 0.0
 
     async def stop_sending() -> None:
         nonlocal sending
         if sending is not None:
             sending[0].set()
-            await sending[1]
+            await asyncio.gather(*sending[1])
             sending = None
+
+    def raise_failed() -> None:
+        for task in [*(sending[1] if sending else ()), *background]:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # a producer's own failure (not a refusal), a study's task
+        if plan.in_process:
+            fleet.raise_failed()
 
     try:
         await producer.install()
         await fleet.start_all()
         if ctx is not None:
             await ctx.monitor()  # opened before any fault: connection_exhaustion leaves no slot for it
-        ran.start_ns = now_ns()
+        if holder is not None:
+            admin = await target.connect()
+        enqueuers = await fleet.enqueuers(plan.producers) if plan.in_process else [producer.enqueue_many]
+        ran.start_ns = running.start_ns = now_ns()
+        background = [asyncio.create_task(task(running)) for task in hooks.background]
         for i, ph in enumerate(plan.phases):
             start = now_ns()
+            running.phase = ph
+            if hooks.phase_started is not None:
+                hooks.phase_started(ph)
             mark("phase", ph.name, f"{ph.kind}" + (f", {ph.rate:g} x {plan.reference_jobs_s:.4g} jobs/s" if ph.rate else ""))
+            if holder is not None and (ph.kind == "hold") != holding:
+                await (holder.start(target, admin) if not holding else holder.stop(admin))  # server-side, checked
+                holding = not holding
+                mark("holder", holder.name, "taken" if holding else "released")
             if i in starts:
                 await stop_sending()
-                stop = asyncio.Event()
-                task = asyncio.create_task(pacing.produce(producer.enqueue_many, ledger, ph.rate * plan.reference_jobs_s,
-                                                          start, stop, out))
-                sending = (stop, task)
+                stop, n = asyncio.Event(), len(enqueuers)
+                rate = ph.rate * plan.reference_jobs_s / n
+                sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start, stop, out, j / n))
+                                  for j, enqueue in enumerate(enqueuers)])
             elif not ph.loaded:
                 await stop_sending()
             span = Span(ph, start, start)
@@ -228,14 +290,14 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                     mark("fault", ph.fault, "enter")
                     await hook.enter(ctx)
                 if ph.kind == "drain":
-                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9),
-                                                 fleet.raise_failed if plan.in_process else None)
+                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9), raise_failed)
+                    await asyncio.sleep(hooks.settle_s)
                 else:
                     await asyncio.sleep(max(0.0, (start + ph.seconds * 1e9 - now_ns()) / 1e9))
-                    if sending is not None and sending[1].done():
-                        sending[1].result()  # the producer's own failure (not a refusal) ends the cell
-                    if plan.in_process:
-                        fleet.raise_failed()
+                    planned_end_s += ph.seconds
+                    if hooks.phase_ending is not None:
+                        await _unless_failed(hooks.phase_ending(running, planned_end_s), background)
+                    raise_failed()
             finally:
                 if hook is not None:
                     await hook.exit(ctx)
@@ -247,19 +309,55 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
     finally:
         if sending is not None:
             sending[0].set()
-            with contextlib.suppress(Exception):
-                await sending[1]
-        try:
-            await fleet.close()
-        finally:
-            if producer is not fleet:
-                await producer.close()
+            await asyncio.gather(*sending[1], return_exceptions=True)
+        running.stopping.set()
+        async with contextlib.AsyncExitStack() as cleanup:  # each runs, last pushed first, whatever one before did
             if ctx is not None:
-                await ctx.close()
+                cleanup.push_async_callback(ctx.close)
+            if producer is not fleet:
+                cleanup.push_async_callback(producer.close)
+            cleanup.push_async_callback(fleet.close)
+            cleanup.push_async_callback(_stopped, background)
+            if admin is not None:
+                cleanup.push_async_callback(closed, admin)
+                cleanup.push_async_callback(holder.stop, admin)  # a held horizon never outlives its cell
     ran.unmapped = by_id.resolve()
     ran.exits = list(fleet.exits)
     ran.errors, ran.settings, ran.hello = fleet.errors, fleet.settings, fleet.hello
     return ran
+
+
+async def _unless_failed(awaitable: Awaitable[Any], tasks: Sequence[asyncio.Task]) -> Any:
+    """Await `awaitable`, unless one of `tasks` fails first (a hook waiting on a sampler that
+    died would wait for ever): that failure is raised."""
+    waiting = asyncio.ensure_future(awaitable)
+    try:
+        while not waiting.done():
+            await asyncio.wait({waiting, *(t for t in tasks if not t.done())}, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+        return waiting.result()
+    finally:
+        if not waiting.done():
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+
+
+BACKGROUND_STOP_S = 10.0  # a study's task's last round (a sample, a lookup) after `stopping`
+
+
+async def _stopped(tasks: list[asyncio.Task]) -> None:
+    """A study's background tasks, ended: each gets BACKGROUND_STOP_S after `stopping` is set,
+    then is cancelled; the first one's own failure is raised."""
+    if tasks:
+        await asyncio.wait(tasks, timeout=BACKGROUND_STOP_S)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()
 
 
 async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, check: Callable[[], None] | None = None) -> bool:
@@ -422,4 +520,4 @@ def _recovered_after(first: np.ndarray, from_ns: int, until_ns: int, baseline: f
     return None
 
 
-__all__ = ["CellPlan", "Jobs", "Ran", "Span", "account", "per_second", "run_cell"]
+__all__ = ["CellPlan", "Hooks", "Jobs", "Ran", "Running", "Span", "account", "per_second", "run_cell"]

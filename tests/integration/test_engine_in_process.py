@@ -1,13 +1,17 @@
 """The cell engine with its consumers and producer in the harness's process (consumers.InProcess),
 as the measuring studies need it: every acknowledged job handled exactly once for each kind of
 system (pull, log, worker) and on a backend with no process form (SQLite); nothing left open;
-a consumer's own failure ends the cell instead of waiting out its drain."""
+a consumer's own failure ends the cell instead of waiting out its drain; a study's hooks: a
+holder through the `hold` phase only, tasks beside the workload, a failed one ending the cell."""
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from benchlib import queues, timeline
 from benchlib.errors import BenchError
+from benchlib.holders import HOLDERS
 from benchlib.queues.rotation import Rotation
 from benchlib.queues.skip_locked import SkipLocked
 from benchlib.workload import engine, scenario
@@ -87,3 +91,57 @@ def test_a_cell_in_process_takes_no_fault_and_one_instance():
         engine.CellPlan(phases, RATE, instances=1, workers=1, batch=None, in_process=True)
     with pytest.raises(BenchError, match="one instance"):
         engine.CellPlan(phases[:1] + phases[2:], RATE, instances=2, workers=1, batch=None, in_process=True)
+
+
+def _held_plan() -> engine.CellPlan:
+    phases = scenario.check((scenario.Phase("base", "load", 1.0, 1.0), scenario.Phase("held", "hold", 2.0, 1.0),
+                             scenario.Phase("drain", "drain", 20.0)))
+    return engine.CellPlan(phases, RATE, instances=1, workers=2, batch=5, in_process=True, producers=2)
+
+
+async def _held_xmin(target) -> bool:
+    conn = await target.connect()
+    try:
+        return bool(await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_xmin IS NOT NULL "
+                                        "AND pid <> pg_backend_pid() AND state = 'idle in transaction'"))
+    finally:
+        await conn.close()
+
+
+async def test_a_hold_phase_holds_the_horizon_through_it_and_only_it(pg_db):
+    """The study's hooks: a sampler beside the workload sees the holder in the `hold` phase only,
+    each phase ends when the hook says, and nothing holds the horizon after the cell."""
+    seen: list[tuple[str, bool, int]] = []
+    ended: list[float] = []
+
+    async def watch(running: engine.Running) -> None:
+        while not running.stopping.is_set():
+            seen.append((running.phase.name, await _held_xmin(pg_db), running.handlings))
+            await asyncio.sleep(0.2)
+
+    async def ending(running: engine.Running, end_s: float) -> None:
+        ended.append(end_s)
+
+    hooks = engine.Hooks(background=(watch,), phase_ending=ending, holder=HOLDERS["rr_snapshot"]())
+    ran = await engine.run_cell(SkipLocked(), pg_db, _held_plan(), timeline.mark, hooks)
+    first, count = engine.Jobs.of(ran.ledger).first_and_count()
+    assert ran.drained and (first >= 0).all() and (count == 1).all()
+    assert ended == [1.0, 3.0]  # each timed phase's planned end
+    held = {held for phase, held, _ in seen if phase == "held"}
+    assert held == {True} and not any(h for phase, h, _ in seen if phase == "base")
+    assert seen[-1][2] > 0  # handlings are counted while the cell runs, before they are mapped to seqs
+    assert not await _held_xmin(pg_db) and await _backends(pg_db) == 0
+
+
+async def test_a_failed_hook_ends_the_cell_and_releases_the_holder(pg_db):
+    async def dies(running: engine.Running) -> None:
+        await asyncio.sleep(1.5)  # inside the hold phase
+        raise RuntimeError("the sampler died")
+
+    async def waits_for_ever(running: engine.Running, end_s: float) -> None:
+        await asyncio.Event().wait()  # a boundary the dead sampler would have closed
+
+    hooks = engine.Hooks(background=(dies,), phase_ending=waits_for_ever, holder=HOLDERS["rr_snapshot"]())
+    with pytest.raises(RuntimeError, match="the sampler died"):
+        await asyncio.wait_for(engine.run_cell(SkipLocked(), pg_db, _held_plan(), timeline.mark, hooks), 30)
+    assert not await _held_xmin(pg_db) and await _backends(pg_db) == 0

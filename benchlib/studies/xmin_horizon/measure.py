@@ -23,15 +23,16 @@ One cell = (design, holder), in a fresh database:
 4. a sampler records a tidy row every sample_interval_s (rates from client-side
    counters, pg_stat_user_tables, relation sizes, horizon ages, bystander
    percentiles of the window, rotation state).
+
+The cell runs on the cell engine (workload/engine.py, its consumers and producers in this
+process): its phases are a scenario (`cell_phases`), the holder is the `hold` phase's, and the
+sampler and bystanders are the study's hooks beside the engine's workload.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import random
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,9 +50,7 @@ from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
 from benchlib.results import Schema, frame, module_file
 from benchlib.runner import Cell, Rows
 from benchlib import timeline
-from benchlib.workload import drivers, pacing, phases, sampler, scenario
-from benchlib.workload.ledger import Ledger
-from benchlib.workload.pacing import Producers
+from benchlib.workload import consumers, engine, pacing, phases, sampler, scenario
 
 STUDY = "xmin_horizon"
 AXES = ("designs", "holders")
@@ -59,9 +58,7 @@ SQL = sql.beside(__file__)
 # our reference designs, then the real pull systems on PostgreSQL, driven the same way
 DESIGNS = ("skip_locked_delete", "skip_locked", "claim_then_delete", "rotation", "pgmq", "pgqrs")
 PHASES = ("baseline", "held")  # the timed phases' names (cell_phases): the phase table's rows
-GROUP = "xmin"  # the consumer group of the log design
 BYSTANDER_DB = "benchlib_bystander"
-POLL_S = 0.005  # a consumer's pause after finding nothing
 # METHOD.md's aggressive autovacuum; a parameter, recorded per cell.
 DEFAULT_AUTOVACUUM = {
     "autovacuum_naptime": "10s",
@@ -230,11 +227,12 @@ class Snapshot:
     rotation: dict[str, Any] = field(default_factory=dict)
 
 
-def cell_phases(phase_s: float) -> tuple[scenario.Phase, ...]:
+def cell_phases(phase_s: float, drain_s: float | None = None) -> tuple[scenario.Phase, ...]:
     """A cell's sequence (workload/scenario.py): `baseline` (no holder) and `held` (the holder
-    taken at the boundary), phase_s each, then the drain (until done, or drain_timeout_s)."""
-    return scenario.check((scenario.Phase("baseline", "load", phase_s), scenario.Phase("held", "hold", phase_s),
-                           scenario.Phase("drain", "drain")))
+    taken at the boundary), phase_s each at the cell's rate, then the drain (for at most
+    drain_s; None where only the phases' labels are wanted)."""
+    return scenario.check((scenario.Phase("baseline", "load", phase_s, 1.0), scenario.Phase("held", "hold", phase_s, 1.0),
+                           scenario.Phase("drain", "drain", drain_s)))
 
 
 def phase_at(t_s: float, phase_s: float) -> str:
@@ -342,22 +340,17 @@ def phase_rows(samples: pl.DataFrame, latencies: dict[str, Latencies], target_ra
     return out
 
 
-# --- the workload --------------------------------------------------------------------------
+# --- the workload: the study's hooks on the cell engine -----------------------------------
 
 @dataclass
 class _Live:
-    """Client-side state of one cell (METHOD rule 3: counts live here, not in the database)."""
+    """What the study's hooks share (METHOD rule 3: counts live in the client, not the database)."""
 
-    ledger: Ledger = field(default_factory=Ledger)  # every job, by seq: produced, consumed, repeats
-    producers: Producers = field(default_factory=Producers)
     window: Latencies = field(default_factory=Latencies)  # bystander lookups since the last sample
     by_phase: dict[str, Latencies] = field(default_factory=lambda: {p: Latencies() for p in (*PHASES, "drain")})
     phase: str = "baseline"
     samples_done: int = 0  # windows the sampler has closed
-    ticks: int = 0  # ticks the harness took (log design)
     sampled: asyncio.Event = field(default_factory=asyncio.Event)
-    stop_producing: asyncio.Event = field(default_factory=asyncio.Event)  # set when the held phase ends
-    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set when everything is consumed
 
 
 async def _after_sample(live: _Live, n: int) -> None:
@@ -367,127 +360,8 @@ async def _after_sample(live: _Live, n: int) -> None:
         await live.sampled.wait()
 
 
-async def _producer(target: PgServer, queue: Any, session: Any, rate: float, live: _Live, start_ns: int,
-                    offset: float) -> None:
-    """Paced enqueues: a pull system's on a connection of its own, a worker system's through its session."""
-    if session is not None:
-        await pacing.produce(session.enqueue_many, live.ledger, rate, start_ns, live.stop_producing, live.producers,
-                             offset)
-        return
-    conn = await queue.connect(target, "producer")
-    try:
-        await pacing.produce(lambda payloads: queue.enqueue_many(conn, payloads), live.ledger, rate, start_ns,
-                             live.stop_producing, live.producers, offset)
-    finally:
-        await conn.close()
-
-
-async def _workload(target: PgServer, bystanders: PgServer, queue: Any, session: Any, holder: Any, admin: Any,
-                    p: Params, live: _Live, rows: list, on_phase) -> None:
-    """Producers, consumers (the harness's, or the library's workers), bystanders, ticker and
-    sampler through the cell's phases (cell_phases: the baseline, the held phase, then the
-    drain of what is left)."""
-    consume = _log_consumer if queue.caps.ticked else _pull_consumer
-    members = [f"{GROUP}/c{j}" for j in range(p.consumers)]
-    if queue.caps.ticked:
-        await queue.register_group(admin, GROUP)
-        for m in members:
-            await queue.register_member(admin, GROUP, m)
-    rng = random.Random(7)
-    start, start_ns = time.monotonic(), now_ns()
-    async with asyncio.TaskGroup() as tg:
-        producers = [tg.create_task(_producer(target, queue, session, p.rate / p.producers, live, start_ns,
-                                              j / p.producers)) for j in range(p.producers)]
-        if session is not None:  # the library's own workers, waiting for what the producers send
-            tg.create_task(session.work(p.consumers, p.batch_size if queue.caps.batch_knob else None,
-                                        drivers.worker_handler(live.ledger), live.stopping, True))
-        for m in members if session is None else ():
-            tg.create_task(consume(target, queue, p.batch_size, live, m))
-        for _ in range(p.bystanders):
-            tg.create_task(_bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live, rng))
-        if queue.caps.ticked:
-            tg.create_task(_ticker(target, queue, p.tick_interval_s, live))
-        tg.create_task(_sampler(target, queue, p, live, start, rows))
-
-        sequence = cell_phases(p.phase_s)
-        holding = False
-        for phase, end_s in zip(sequence, [*phases.ends_s(sequence), None]):
-            if phase.kind == "drain":
-                break
-            live.phase = phase.name
-            on_phase(phase.name)
-            timeline.mark("phase", phase.name, f"{phase.kind}, {phase.seconds:g} s")
-            if phase.kind == "hold" and not holding:
-                await holder.start(target, admin)
-                timeline.mark("holder", holder.name, "taken")
-            elif phase.kind != "hold" and holding:
-                await holder.stop(admin)
-                timeline.mark("holder", holder.name, "released")
-            holding = phase.kind == "hold"
-            await _after_sample(live, round(end_s / p.sample_interval_s))  # phase changes follow a sample
-        live.stop_producing.set()
-        if holding:
-            await holder.stop(admin)  # server-side, checked gone
-            timeline.mark("holder", holder.name, "released")
-        live.phase = sequence[-1].name
-        on_phase(live.phase)
-        timeline.mark("phase", live.phase, "drain: producers stopped")
-        await asyncio.wait(producers)  # an insert in flight must land before we count what is left
-        deadline, wanted = time.monotonic() + p.drain_timeout_s, live.ledger.acknowledged
-        while live.ledger.distinct < wanted and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(p.sample_interval_s / 2)  # let the sampler see the drained state
-        live.stopping.set()
-
-
-@asynccontextmanager
-async def _installed(queue: Any, target: PgServer) -> AsyncIterator[Any]:
-    """The system installed through its own client; a worker system's session stays open (its
-    workers and its producers use it), a pull system's installing connection does not."""
-    if queue.kind == "worker":
-        async with queue.session(target) as session:
-            await session.install()
-            yield session
-        return
-    conn = await queue.connect(target)
-    try:
-        await queue.install(conn)
-    finally:
-        await conn.close()
-    yield None
-
-
-async def _pull_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
-    conn = await queue.connect(target, "consumer")
-    try:
-        await drivers.pull(queue, conn, batch, live.ledger, drivers.Ops(), live.stopping.is_set, pause_s=POLL_S)
-    finally:
-        await conn.close()
-
-
-async def _log_consumer(target: PgServer, queue: Any, batch: int, live: _Live, member: str) -> None:
-    """A registered member of GROUP: claim a tick batch, read it, finish it."""
-    conn = await target.connect()
-    try:
-        await drivers.log_member(queue, conn, GROUP, member, live.ledger, live.stopping.is_set, POLL_S)
-    finally:
-        await conn.close()
-
-
-async def _ticker(target: PgServer, queue: Any, interval: float, live: _Live) -> None:
-    """The harness drives the log design's ticks and rotation (no pg_cron)."""
-    conn = await target.connect()
-    try:
-        while not live.stopping.is_set():
-            await queue.tick(conn)
-            live.ticks += 1
-            await queue.rotate(conn)
-            await asyncio.sleep(interval)
-    finally:
-        await conn.close()
-
-
-async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng: random.Random) -> None:
+async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng: random.Random,
+                     stopping: asyncio.Event) -> None:
     conn = await target.connect()
     try:
         async def lookup(n: int) -> None:
@@ -498,12 +372,12 @@ async def _bystander(target: PgServer, rate: float, rows: int, live: _Live, rng:
                 live.window.add(d)
                 live.by_phase[live.phase].add(d)
 
-        await pacing.calls(rate, live.stopping, lookup)
+        await pacing.calls(rate, stopping, lookup)
     finally:
         await conn.close()
 
 
-async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: float) -> Snapshot:
+async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, running: engine.Running) -> Snapshot:
     """Server statistics first; then the time, client counters and bystander window, read together."""
     kinds = await sampler.table_stats(conn, control=queue.control_tables)
     horizon = await sampler.horizon(conn)
@@ -514,30 +388,50 @@ async def _snapshot(conn: asyncpg.Connection, queue: Any, live: _Live, start: fl
             "current_child": next((r["child"] for r in children if r["is_current"]), None),
             "rows_per_child": [r["n_rows"] for r in children],
             "rotations": len(await queue.rotations(conn)),  # the log holds truncating switches only
-            "ticks": live.ticks,
+            "ticks": running.consumers.ticks,
         }
-    t_s = time.monotonic() - start
+    t_s = (now_ns() - running.start_ns) / 1e9
     window, live.window = live.window, Latencies()
-    return Snapshot(t_s=t_s, produced=live.ledger.acknowledged, consumed=len(live.ledger.handled_keys),
+    return Snapshot(t_s=t_s, produced=running.ledger.acknowledged, consumed=running.handlings,
                     data=kinds.get("data", {}), control=kinds.get("control", {}), horizon=horizon,
                     bystander=window, rotation=rotation)
 
 
-async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, start: float, rows: list) -> None:
-    """A row every sample_interval_s on a wall-clock schedule (no drift)."""
+async def _sampler(target: PgServer, queue: Any, p: Params, live: _Live, rows: list, running: engine.Running) -> None:
+    """A row every sample_interval_s on a wall-clock schedule from the cell's start (no drift)."""
     conn = await sampler.connect(target)
     try:
-        prev = await _snapshot(conn, queue, live, start)
+        prev = await _snapshot(conn, queue, live, running)
         k = 1
-        while not live.stopping.is_set():
-            await asyncio.sleep(max(0.0, start + k * p.sample_interval_s - time.monotonic()))
-            cur = await _snapshot(conn, queue, live, start)
+        while not running.stopping.is_set():
+            await asyncio.sleep(max(0.0, (running.start_ns + k * p.sample_interval_s * 1e9 - now_ns()) / 1e9))
+            cur = await _snapshot(conn, queue, live, running)
             rows.append(window_row(prev, cur, p.phase_s))
             prev, k = cur, k + 1
             live.samples_done += 1
             live.sampled.set()
     finally:
         await conn.close()
+
+
+def _hooks(target: PgServer, bystanders: PgServer, queue: Any, holder: Any, p: Params, live: _Live, rows: list,
+           on_phase: Callable[[str], None]) -> engine.Hooks:
+    """The sampler and the bystanders beside the workload; each phase ends on a sample; the
+    holder held through the `held` phase; half a sample after the drain for the last look."""
+    rng = random.Random(7)
+
+    def started(phase: scenario.Phase) -> None:
+        live.phase = phase.name
+        on_phase(phase.name)
+
+    async def boundary(running: engine.Running, end_s: float) -> None:
+        await _after_sample(live, round(end_s / p.sample_interval_s))
+
+    bystanders_ = [lambda running: _bystander(bystanders, p.bystander_rate / p.bystanders, p.bystander_rows, live,
+                                              rng, running.stopping) for _ in range(p.bystanders)]
+    return engine.Hooks(background=(lambda running: _sampler(target, queue, p, live, rows, running), *bystanders_),
+                        phase_started=started, phase_ending=boundary, holder=holder,
+                        settle_s=p.sample_interval_s / 2)
 
 
 # --- one cell ------------------------------------------------------------------------------
@@ -582,25 +476,22 @@ async def _setup_bystanders(server: PgServer, rows: int) -> PgServer:
 
 async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_name: str, p: Params,
                    on_phase=lambda phase: None) -> tuple[list[dict], list[dict], dict[str, int]]:
-    """One (design, holder) cell in a fresh database: sample rows, phase rows, accounting."""
+    """One (design, holder) cell in a fresh database, on the cell engine: sample rows, phase
+    rows, accounting."""
     db = f"benchlib_xmin_{design}_{holder_name}"
     target = await _create_database(server, db)
     queue = _make_queue(design, p)
-    live, rows = _Live(ledger=Ledger(by_seq=queue.kind == "worker")), []
-    holder = HOLDERS[holder_name]()
-    admin = await target.connect()
+    live, rows = _Live(), []
+    plan = engine.CellPlan(cell_phases(p.phase_s, p.drain_timeout_s), p.rate, instances=1, workers=p.consumers,
+                           batch=p.batch_size, in_process=True, producers=p.producers, tick_s=p.tick_interval_s)
     try:
-        async with _installed(queue, target) as session:
-            await _workload(target, bystanders, queue, session, holder, admin, p, live, rows, on_phase)
+        ran = await engine.run_cell(queue, target, plan, timeline.mark,
+                                    _hooks(target, bystanders, queue, HOLDERS[holder_name](), p, live, rows, on_phase))
     finally:
-        try:
-            await holder.stop(admin)
-        finally:
-            await admin.close()
-            await _drop_database(server, db)
-    rec = live.ledger.reconcile()
-    if rec.unknown:
-        raise RuntimeError(f"{rec.unknown} consumed job(s) carried an id the harness never produced")
+        await _drop_database(server, db)
+    rec = ran.ledger.reconcile()
+    if rec.unknown or ran.unmapped:
+        raise RuntimeError(f"{rec.unknown + ran.unmapped} consumed job(s) carried an id the harness never produced")
     accounting = {"produced": rec.enqueued, "consumed": rec.handled, "lost": rec.lost, "duplicates": rec.duplicates}
     window_schema = {k: v for k, v in SAMPLE_SCHEMA.items() if rows and k in rows[0]}
     phase_table = phase_rows(frame(rows, window_schema), live.by_phase, p.rate) if rows else []
@@ -638,7 +529,8 @@ def max_jobs(p: Params) -> int:
 
 
 def cells(p: Params) -> list[Cell]:
-    return [Cell({"design": d, "holder": h}, (__file__, timeline.__file__, *queues.code_files(d), module_file(HOLDERS[h])),
+    return [Cell({"design": d, "holder": h}, (__file__, timeline.__file__, engine.__file__, consumers.__file__,
+                                              *queues.code_files(d), module_file(HOLDERS[h])),
                  steps=len(PHASES))
             for d in p.designs for h in p.holders]
 

@@ -12,12 +12,13 @@ metric, and how far it may move:
   has no spread: only the share counts), or by `at_least` (a small count, a few pages, moves
   by more than a share of itself from one run to the next);
 - `zero_stays`: a count that was 0 in every old row (lost, duplicates) must be 0 in every new
-  one; where it was not, it is compared by `within` if given.
+  one; where it was not, it is compared by `within`, and without one it is "not judged".
 
-A cell found on one side only, or with the metric empty on one side only, is reported, not
-judged; a metric empty on both (a worker system's dequeue latency) is not compared. `python -m benchlib.compare drain`
+A cell found on one side only (it failed, or the profile changed), or with the metric empty on
+one side only, is reported and fails the comparison; a metric empty on both sides (a worker
+system's dequeue latency) is not compared. `python -m benchlib.compare drain`
 compares the tree's data/drain/standard with HEAD's; `--against REV` another revision. It
-exits 1 when a number moved beyond its tolerance.
+exits 1 unless every compared cell is "ok".
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _cells(df: pl.DataFrame, rule: Rule) -> pl.DataFrame:
     df = df.with_columns(pl.lit(None).alias(c) for c in (*rule.keys, rule.metric) if c not in df.columns)
     value = pl.col(rule.metric).cast(pl.Float64)
     return df.group_by(rule.keys).agg(rows=pl.len(), n=value.count(), mean=value.mean(), sd=value.std(),
-                                      zero=(value.fill_null(0) == 0).all())
+                                      zero=(value == 0).all())
 
 
 def judge(old: pl.DataFrame, new: pl.DataFrame, rule: Rule) -> pl.DataFrame:
@@ -92,6 +93,8 @@ def judge(old: pl.DataFrame, new: pl.DataFrame, rule: Rule) -> pl.DataFrame:
         elif rule.zero_stays and r["zero"]:
             out["allowed"] = 0.0
             out["verdict"] = "ok" if r["zero_new"] else "moved"
+        elif rule.within is None:
+            out["verdict"] = "not judged"  # a count that was not 0, and no tolerance for it
         elif rule.within is not None:
             spread = 2 * math.sqrt(((r["sd"] or 0.0) ** 2) / r["n"] + ((r["sd_new"] or 0.0) ** 2) / r["n_new"])
             out["allowed"] = max(rule.within * abs(r["mean"]), spread, rule.at_least)
@@ -158,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = found.group_by("table", "metric", "verdict").len().sort("table", "metric", "verdict")
     with pl.Config(tbl_rows=100):
         print(summary)
-    return 1 if (found["verdict"] == "moved").any() else 0
+    return 0 if (found["verdict"] == "ok").all() else 1
 
 
 if __name__ == "__main__":

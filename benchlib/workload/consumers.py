@@ -90,7 +90,7 @@ class InProcess:
         """`n` producers' enqueue_many: through the library's session, or a connection each."""
         if self.session is not None:
             return [self.session.enqueue_many] * n
-        self._producers = list(await asyncio.gather(*(self.system.connect(self.target, "producer") for _ in range(n))))
+        self._producers = await self._connected(n, "producer")
         return [lambda payloads, c=c: self.system.enqueue_many(c, payloads) for c in self._producers]
 
     async def start_all(self) -> None:
@@ -99,8 +99,7 @@ class InProcess:
                 self.session.work(self.consumers, self.batch if self.system.caps.batch_knob else None,
                                   self.handled, self.stop, True)))
             return
-        self.conns = list(await asyncio.gather(*(self.system.connect(self.target, "consumer")
-                                                 for _ in range(self.consumers))))
+        self.conns = await self._connected(self.consumers, "consumer")
         for j, conn in enumerate(self.conns):
             if self.kind == "log":
                 run = drivers.log_member(self.system, conn, GROUP, self._member(j), self.by_id, self.stop.is_set,
@@ -113,12 +112,6 @@ class InProcess:
             ticker = await self.target.connect()
             self.conns.append(ticker)
             self.tasks.append(asyncio.create_task(self._tick(ticker)))
-
-    def raise_failed(self) -> None:
-        """A consumer's own failure ends the cell: it is ours or the library's, never a result."""
-        for t in self.tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()
 
     async def close(self) -> None:
         """Stop the consumers (each finishes the call under way, within STOP_DEADLINE_S), close
@@ -140,6 +133,15 @@ class InProcess:
         self.tasks = []
         if failed:
             raise failed[0]
+
+    async def _connected(self, n: int, role: str) -> list[Any]:
+        """n sessions of the system's client; none left open when one fails to connect."""
+        got = await asyncio.gather(*(self.system.connect(self.target, role) for _ in range(n)), return_exceptions=True)
+        failed = [g for g in got if isinstance(g, BaseException)]
+        if failed:
+            await asyncio.gather(*(closed(g) for g in got if not isinstance(g, BaseException)), return_exceptions=True)
+            raise failed[0]
+        return list(got)
 
     async def _tick(self, conn: Any) -> None:
         while not self.stop.is_set():

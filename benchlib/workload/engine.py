@@ -67,10 +67,13 @@ class CellPlan:
     in_process: bool = False  # consumers and producers in the harness's process (consumers.InProcess)
     producers: int = 1  # in process: paced producers sharing each phase's rate, staggered
     tick_s: float = 0.1  # in process, a ticked log: how often the harness ticks and rotates
+    drain_poll_s: float = DRAIN_POLL_S  # how often the drain looks whether everything was handled
 
     def __post_init__(self) -> None:
         if any(ph.seconds is None for ph in self.phases):
             raise BenchError("every phase of a cell runs a number of seconds (a drain: at most)")
+        if any(ph.loaded and ph.rate is None for ph in self.phases):
+            raise BenchError("every loaded phase of a cell has a rate (a multiple of the reference rate)")
         if self.in_process and (self.instances != 1 or any(ph.kind == "fault" for ph in self.phases)):
             raise BenchError("a cell whose consumers run in the harness's process has one instance and no fault "
                              "phase: a fault acts on worker processes (in_process: false)")
@@ -131,9 +134,12 @@ class Hooks:
 
     background: Sequence[Callable[[Running], Awaitable[None]]] = ()  # from the first phase until `stopping`
     phase_started: Callable[[Phase], None] | None = None
-    phase_ending: Callable[[Running, float], Awaitable[None]] | None = None  # (its planned end, s from the start)
+    # awaited when a timed phase's time is up (its planned end, s from the cell's start); a cell
+    # with one keeps its phases on the cell's schedule (a sampler's boundaries), not each its own
+    phase_ending: Callable[[Running, float], Awaitable[None]] | None = None
     holder: Any = None  # holders.HOLDERS's: held through each `hold` phase
     settle_s: float = 0.0  # after the drain, before the consumers stop
+    stop_s: float = 10.0  # what a background task gets after `stopping` (its last round) before it is cancelled
 
 
 class ById:
@@ -248,12 +254,9 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             await asyncio.gather(*sending[1])
             sending = None
 
-    def raise_failed() -> None:
-        for task in [*(sending[1] if sending else ()), *background]:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # a producer's own failure (not a refusal), a study's task
-        if plan.in_process:
-            fleet.raise_failed()
+    def watched() -> list[asyncio.Task]:
+        """What runs until the cell stops it: a producer, a study's task, a consumer in process."""
+        return [*(sending[1] if sending else ()), *background, *(fleet.tasks if plan.in_process else ())]
 
     try:
         await producer.install()
@@ -267,37 +270,44 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
         background = [asyncio.create_task(task(running)) for task in hooks.background]
         for i, ph in enumerate(plan.phases):
             start = now_ns()
+            if not ph.loaded:  # the producers stop first: what they have in flight is the phase before's
+                await stop_sending()
+            if holding and ph.kind != "hold":  # then the horizon is released (server-side, checked gone)
+                await holder.stop(admin)
+                holding = False
+                mark("holder", holder.name, "released")
             running.phase = ph
             if hooks.phase_started is not None:
                 hooks.phase_started(ph)
             mark("phase", ph.name, f"{ph.kind}" + (f", {ph.rate:g} x {plan.reference_jobs_s:.4g} jobs/s" if ph.rate else ""))
-            if holder is not None and (ph.kind == "hold") != holding:
-                await (holder.start(target, admin) if not holding else holder.stop(admin))  # server-side, checked
-                holding = not holding
-                mark("holder", holder.name, "taken" if holding else "released")
+            if holder is not None and not holding and ph.kind == "hold":
+                await holder.start(target, admin)
+                holding = True
+                mark("holder", holder.name, "taken")
             if i in starts:
                 await stop_sending()
                 stop, n = asyncio.Event(), len(enqueuers)
                 rate = ph.rate * plan.reference_jobs_s / n
                 sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start, stop, out, j / n))
                                   for j, enqueue in enumerate(enqueuers)])
-            elif not ph.loaded:
-                await stop_sending()
             span = Span(ph, start, start)
             hook = fault_hooks.make(ph.fault, ph.options) if ph.kind == "fault" else None
             try:
                 if hook is not None:
                     mark("fault", ph.fault, "enter")
                     await hook.enter(ctx)
-                if ph.kind == "drain":
-                    ran.drained = await _drained(ledger, by_id, start + int(ph.seconds * 1e9), raise_failed)
-                    await asyncio.sleep(hooks.settle_s)
+                if ph.kind == "drain":  # its limit counts from when its producers had stopped
+                    ran.drained = await _drained(ledger, by_id, now_ns() + int(ph.seconds * 1e9), plan.drain_poll_s,
+                                                 watched)
+                    await _watching(asyncio.sleep(hooks.settle_s), watched())
                 else:
-                    await asyncio.sleep(max(0.0, (start + ph.seconds * 1e9 - now_ns()) / 1e9))
                     planned_end_s += ph.seconds
+                    end_ns = (ran.start_ns + int(planned_end_s * 1e9) if hooks.phase_ending is not None
+                              else start + int(ph.seconds * 1e9))
+                    await _watching(asyncio.sleep(max(0.0, (end_ns - now_ns()) / 1e9)), watched())
                     if hooks.phase_ending is not None:
-                        await _unless_failed(hooks.phase_ending(running, planned_end_s), background)
-                    raise_failed()
+                        await _watching(hooks.phase_ending(running, planned_end_s), watched())
+                    by_id.resolve()  # a phase's handlings mapped at its end, not all at once in the drain
             finally:
                 if hook is not None:
                     await hook.exit(ctx)
@@ -311,13 +321,15 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             sending[0].set()
             await asyncio.gather(*sending[1], return_exceptions=True)
         running.stopping.set()
+        if plan.in_process:
+            fleet.stop.set()  # the consumers stop with the study's tasks, as one cell
         async with contextlib.AsyncExitStack() as cleanup:  # each runs, last pushed first, whatever one before did
             if ctx is not None:
                 cleanup.push_async_callback(ctx.close)
             if producer is not fleet:
                 cleanup.push_async_callback(producer.close)
             cleanup.push_async_callback(fleet.close)
-            cleanup.push_async_callback(_stopped, background)
+            cleanup.push_async_callback(_stopped, background, hooks.stop_s)
             if admin is not None:
                 cleanup.push_async_callback(closed, admin)
                 cleanup.push_async_callback(holder.stop, admin)  # a held horizon never outlives its cell
@@ -327,16 +339,24 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
     return ran
 
 
-async def _unless_failed(awaitable: Awaitable[Any], tasks: Sequence[asyncio.Task]) -> Any:
-    """Await `awaitable`, unless one of `tasks` fails first (a hook waiting on a sampler that
-    died would wait for ever): that failure is raised."""
+def _check(tasks: Sequence[asyncio.Task]) -> None:
+    """Raise for a task that ended before the cell stopped it: its own failure, or that it ended."""
+    for task in tasks:
+        if task.done():
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # a producer's own failure (not a refusal), a consumer's, a study's task
+            raise RuntimeError(f"{task.get_coro().__qualname__} ended before the cell stopped it")
+
+
+async def _watching(awaitable: Awaitable[Any], tasks: Sequence[asyncio.Task]) -> Any:
+    """Await `awaitable`, unless one of `tasks` ends first (a hook waiting on a sampler that died
+    would wait for ever, a phase would run on without its producer): `_check` raises then."""
     waiting = asyncio.ensure_future(awaitable)
     try:
+        _check(tasks)
         while not waiting.done():
-            await asyncio.wait({waiting, *(t for t in tasks if not t.done())}, return_when=asyncio.FIRST_COMPLETED)
-            for task in tasks:
-                if task.done() and not task.cancelled() and task.exception() is not None:
-                    raise task.exception()
+            await asyncio.wait({waiting, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+            _check(tasks)
         return waiting.result()
     finally:
         if not waiting.done():
@@ -344,14 +364,11 @@ async def _unless_failed(awaitable: Awaitable[Any], tasks: Sequence[asyncio.Task
             await asyncio.gather(waiting, return_exceptions=True)
 
 
-BACKGROUND_STOP_S = 10.0  # a study's task's last round (a sample, a lookup) after `stopping`
-
-
-async def _stopped(tasks: list[asyncio.Task]) -> None:
-    """A study's background tasks, ended: each gets BACKGROUND_STOP_S after `stopping` is set,
-    then is cancelled; the first one's own failure is raised."""
+async def _stopped(tasks: list[asyncio.Task], stop_s: float) -> None:
+    """A study's background tasks, ended: each gets `stop_s` after `stopping` is set (its last
+    round), then is cancelled; the first one's own failure is raised."""
     if tasks:
-        await asyncio.wait(tasks, timeout=BACKGROUND_STOP_S)
+        await asyncio.wait(tasks, timeout=stop_s)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -360,10 +377,12 @@ async def _stopped(tasks: list[asyncio.Task]) -> None:
             raise task.exception()
 
 
-async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, check: Callable[[], None] | None = None) -> bool:
-    """Wait until every acknowledged job was handled at least once, or the deadline; `check`
-    raises a consumer's own failure. Each poll looks only at the jobs still missing and the
-    acknowledgements since the last (a cell at tens of thousands of jobs/s has millions)."""
+async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, poll_s: float,
+                   watched: Callable[[], Sequence[asyncio.Task]]) -> bool:
+    """Wait until every acknowledged job was handled at least once, or the deadline; a watched
+    task that ended (a consumer's failure) is raised. Each poll looks only at the jobs still
+    missing and the acknowledgements since the last (a cell at tens of thousands of jobs/s has
+    millions)."""
     missing: set[int] = set()
     counted = 0
     while True:
@@ -376,11 +395,10 @@ async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, check: Callabl
         missing = {s for s in missing if s not in seen}
         if not missing:
             return True
-        if check is not None:
-            check()
+        _check(watched())
         if now_ns() >= deadline_ns:
             return False
-        await asyncio.sleep(DRAIN_POLL_S)
+        await asyncio.sleep(poll_s)
 
 
 # --- the reading: by seq, per judged phase ---------------------------------------------------

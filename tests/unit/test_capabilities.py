@@ -55,6 +55,8 @@ def test_capabilities_refuse_a_process_model_they_do_not_know():
 
 def _probes(tree: ast.AST):
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "issubclass":
+            yield node.lineno  # a system's kind is its caps', not its class's ancestry
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
             first = node.args[0]
             if isinstance(first, ast.Name) and first.id in SYSTEM_NAMES:
@@ -70,4 +72,5 @@ def test_no_study_probes_a_system_with_getattr():
 
 
 def test_the_probe_finder_finds_a_probe():
-    assert list(_probes(ast.parse('getattr(queues.QUEUES[s], "extra_connections", 0)\nhasattr(cls, "SQL")'))) == [1, 2]
+    assert list(_probes(ast.parse('getattr(queues.QUEUES[s], "extra_connections", 0)\nhasattr(cls, "SQL")\n'
+                                  'issubclass(queues.QUEUES[n], JsonLinesSystem)'))) == [1, 2, 3]

@@ -67,3 +67,8 @@ def test_the_committed_data_are_within_every_tolerance_of_themselves():
     for study in ("drain", "capacity", "xmin_horizon", "durability"):
         found = compare.compare(study, STUDIES[study].analysis.COMPARED, "HEAD", "standard")
         assert set(found["verdict"]) == {"ok"}, study
+
+
+def test_a_count_that_was_not_zero_and_has_no_tolerance_is_not_judged_and_fails():
+    new = frame([("a", 1, 100.0, 0), ("b", 1, 50.0, 0), ("c", 4, 10.0, 2)])
+    assert verdicts(new, Rule("", KEYS, "lost", zero_stays=True))[("c", 4)] == "not judged"

@@ -36,7 +36,7 @@ from benchlib.errors import BenchError
 from benchlib.measure import CpuMeter, now_ns, percentiles_ms
 from benchlib.provision import BACKENDS
 from benchlib.queues.base import run_sql
-from benchlib.queues.jsonlines import LINE_LIMIT, JsonLinesSystem
+from benchlib.queues.jsonlines import LINE_LIMIT
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload.ledger import Ledger
@@ -138,7 +138,7 @@ def bulk(name: str) -> bool:
 
 def request_limit(name: str) -> int | None:
     """The largest request an adapter program reads (a JSON line); None for a system in process."""
-    return LINE_LIMIT if issubclass(queues.QUEUES[name], JsonLinesSystem) else None
+    return LINE_LIMIT if queues.QUEUES[name].caps.process == "own" else None
 
 
 def grid(p: Params) -> list[tuple[str, int, int, int]]:

@@ -69,6 +69,7 @@ DEFAULT_AUTOVACUUM = {
 }
 # The logical_slot holder needs logical decoding on the server we start.
 SERVER_SETTINGS = {"wal_level": "logical", "max_replication_slots": "8", "max_wal_senders": "8"}
+DRAIN_POLL_S = 0.05  # the drain's look at what is left: its end, then half a sample, is the last row
 
 
 @dataclass(frozen=True)
@@ -431,7 +432,7 @@ def _hooks(target: PgServer, bystanders: PgServer, queue: Any, holder: Any, p: P
                                               rng, running.stopping) for _ in range(p.bystanders)]
     return engine.Hooks(background=(lambda running: _sampler(target, queue, p, live, rows, running), *bystanders_),
                         phase_started=started, phase_ending=boundary, holder=holder,
-                        settle_s=p.sample_interval_s / 2)
+                        settle_s=p.sample_interval_s / 2, stop_s=p.sample_interval_s + HOUSEKEEPING_DEADLINE_S)
 
 
 # --- one cell ------------------------------------------------------------------------------
@@ -483,7 +484,8 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     queue = _make_queue(design, p)
     live, rows = _Live(), []
     plan = engine.CellPlan(cell_phases(p.phase_s, p.drain_timeout_s), p.rate, instances=1, workers=p.consumers,
-                           batch=p.batch_size, in_process=True, producers=p.producers, tick_s=p.tick_interval_s)
+                           batch=p.batch_size, in_process=True, producers=p.producers, tick_s=p.tick_interval_s,
+                           drain_poll_s=DRAIN_POLL_S)
     try:
         ran = await engine.run_cell(queue, target, plan, timeline.mark,
                                     _hooks(target, bystanders, queue, HOLDERS[holder_name](), p, live, rows, on_phase))

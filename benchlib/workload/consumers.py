@@ -72,8 +72,9 @@ class InProcess:
     async def install(self) -> None:
         """Fresh state through the system's own client (a worker library's session stays open)."""
         if self.kind == "worker":
-            self._session_cm = self.system.session(self.target)
-            self.session = await self._session_cm.__aenter__()
+            cm = self.system.session(self.target)
+            self.session = await cm.__aenter__()
+            self._session_cm = cm  # entered: close() exits it, whatever happens next
             await self.session.install()
             return
         admin = await self.system.connect(self.target)

@@ -306,7 +306,12 @@ async def _producing_apart():
 
         step = asyncio.create_task(next_step())
         try:
-            while producer.proc is None or producer.reader is None:
+            deadline = time.monotonic() + 60
+            while producer.proc is None or producer.reader is None:  # its producer process up and read
+                if step.done():
+                    step.result()  # the step's own failure, said, instead of a wait for ever
+                    raise AssertionError("the step ended before its producer process started")
+                assert time.monotonic() < deadline, "the producer process did not start within 60 s"
                 await asyncio.sleep(0.05)
             yield step, producer, next_step
         finally:

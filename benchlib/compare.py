@@ -70,8 +70,8 @@ def _cells(df: pl.DataFrame, rule: Rule) -> pl.DataFrame:
 
 def judge(old: pl.DataFrame, new: pl.DataFrame, rule: Rule) -> pl.DataFrame:
     """One row per cell: the old and new mean of the metric, how far it may move, and the
-    verdict: ok, moved, only old / only new (a cell measured on one side), or no value (the
-    metric is empty on a side: a worker system has no dequeue call to time)."""
+    verdict: ok, moved, only old / only new (a cell measured on one side), no value (the metric
+    is empty on one side only), or not judged (a count that was not 0, with no tolerance)."""
     a, b = _cells(old, rule), _cells(new, rule)
     for k in rule.keys:  # a column one side lacks is empty (Null); two sides' types may differ
         ta, tb = a.schema[k], b.schema[k]
@@ -95,7 +95,7 @@ def judge(old: pl.DataFrame, new: pl.DataFrame, rule: Rule) -> pl.DataFrame:
             out["verdict"] = "ok" if r["zero_new"] else "moved"
         elif rule.within is None:
             out["verdict"] = "not judged"  # a count that was not 0, and no tolerance for it
-        elif rule.within is not None:
+        else:
             spread = 2 * math.sqrt(((r["sd"] or 0.0) ** 2) / r["n"] + ((r["sd_new"] or 0.0) ** 2) / r["n_new"])
             out["allowed"] = max(rule.within * abs(r["mean"]), spread, rule.at_least)
             out["verdict"] = "ok" if abs(r["mean_new"] - r["mean"]) <= out["allowed"] else "moved"
@@ -126,11 +126,12 @@ def _git(*args: str) -> bytes:
 
 def compare(study: str, rules: Sequence[Rule], against: str, profile: str,
             data_dir: Path = REPO_ROOT / "data") -> pl.DataFrame:
-    """Every rule of `study`, the tree's data against `against`'s."""
+    """Every rule of `study`, the tree's data against `against`'s (each table read once)."""
+    tables = {t: (at_revision(against, study, profile, t), load_profile(data_dir, study, profile, t)[0])
+              for t in dict.fromkeys(rule.table for rule in rules)}
     out = []
     for rule in rules:
-        old = at_revision(against, study, profile, rule.table)
-        new, _ = load_profile(data_dir, study, profile, rule.table)
+        old, new = tables[rule.table]
         if old is None or new is None:
             raise BenchError(f"{study}/{profile}: no {rule.table or 'sample'} table "
                              f"{'at ' + against if old is None else 'in ' + str(data_dir)}")

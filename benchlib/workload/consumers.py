@@ -47,8 +47,6 @@ class InProcess:
     producers' enqueues, in this process; `handled(seq, t_ns)` for a worker library's reports,
     `handled_id(id, t_ns)` for the harness's own consumers'; a ticked log ticked every `tick_s`."""
 
-    instances = 1
-
     def __init__(self, system: Any, target: Any, consumers: int, batch: int | None, handled: Handled,
                  handled_id: Callable[[Any, int], None], poll_s: float = POLL_S, tick_s: float = 0.1) -> None:
         self.system, self.target, self.consumers, self.batch = system, target, consumers, batch

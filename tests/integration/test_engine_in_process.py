@@ -127,8 +127,8 @@ async def test_a_hold_phase_holds_the_horizon_through_it_and_only_it(pg_db):
     first, count = engine.Jobs.of(ran.ledger).first_and_count()
     assert ran.drained and (first >= 0).all() and (count == 1).all()
     assert ended == [1.0, 3.0]  # each timed phase's planned end
-    held = {held for phase, held, _ in seen if phase == "held"}
-    assert held == {True} and not any(h for phase, h, _ in seen if phase == "base")
+    held = [h for phase, h, _ in seen if phase == "held"]  # a look while the holder was being taken may miss it
+    assert True in held and all(held[held.index(True):]) and not any(h for phase, h, _ in seen if phase == "base")
     assert seen[-1][2] > 0  # handlings are counted while the cell runs, before they are mapped to seqs
     assert not await _held_xmin(pg_db) and await _backends(pg_db) == 0
 

@@ -15,6 +15,11 @@ form, and a pipe with a JSON line per job would take CPU from the server the two
 
 Each producer's enqueue goes through a connection of its own (pull, log) or the library's
 session (worker), as an application beside its workers would.
+
+The same consumers serve the closed-loop studies: a drain's consumers end on their own once
+`done()` (every job of its backlog handled) and keep their per-call timings (`ops`); a crash's
+clients run flat out (`start_flat_out`) and are `abandon`ed at the kill, so the ledger holds
+exactly what the server acknowledged before it died.
 """
 from __future__ import annotations
 
@@ -22,8 +27,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from benchlib.measure import now_ns
 from benchlib.queues.base import Handled, closed
-from benchlib.workload import drivers
+from benchlib.workload import drivers, pacing
+from benchlib.workload.ledger import Ledger
 
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
 GROUP = "cell"  # the log's consumer group
@@ -45,14 +52,27 @@ class _ById:
 class InProcess:
     """`consumers` consumers of `system` (an instance of a registered class) at `batch`, and its
     producers' enqueues, in this process; `handled(seq, t_ns)` for a worker library's reports,
-    `handled_id(id, t_ns)` for the harness's own consumers'; a ticked log ticked every `tick_s`."""
+    `handled_id(id, t_ns)` for the harness's own consumers' (or `sink`, a Ledger by id they
+    record into directly); a ticked log ticked every `tick_s`.
 
-    def __init__(self, system: Any, target: Any, consumers: int, batch: int | None, handled: Handled,
-                 handled_id: Callable[[Any, int], None], poll_s: float = POLL_S, tick_s: float = 0.1) -> None:
+    A closed-loop study's consumers end on their own: `done()` (checked by a pull consumer before
+    each dequeue), or no job handled for `idle_s` (`sink.last_progress_ns`; what is left then
+    counts as lost, never a hang); a worker library then runs its workers until the queue is
+    empty (`continuous` false). `kind` "pull" drives a ticked log through its pull operations
+    (the drain's way: its batches and ticks are the design's own, no group or ticker of ours)."""
+
+    def __init__(self, system: Any, target: Any, consumers: int, batch: int | None, handled: Handled | None,
+                 handled_id: Callable[[Any, int], None] | None = None, *, sink: Ledger | None = None,
+                 poll_s: float = POLL_S, tick_s: float = 0.1, done: Callable[[], bool] | None = None,
+                 idle_s: float | None = None, continuous: bool = True, kind: str | None = None) -> None:
         self.system, self.target, self.consumers, self.batch = system, target, consumers, batch
-        self.handled, self.by_id, self.poll_s, self.tick_s = handled, _ById(handled_id), poll_s, tick_s
+        self.handled, self.poll_s, self.tick_s = handled, poll_s, tick_s
+        self.sink: Any = sink if sink is not None else _ById(handled_id)
+        self.done, self.continuous = done, continuous
+        self.idle_ns = None if idle_s is None else int(idle_s * 1e9)
+        self.ops: list[drivers.Ops] = []  # per pull consumer: its calls' latencies and empty polls
         self.ticks = 0  # ticks the harness took (a ticked log)
-        self.kind = "log" if system.caps.ticked else system.kind
+        self.kind = kind or ("log" if system.caps.ticked else system.kind)
         self.stop = asyncio.Event()
         self.tasks: list[asyncio.Task] = []
         self.conns: list[Any] = []
@@ -93,24 +113,66 @@ class InProcess:
         return [lambda payloads, c=c: self.system.enqueue_many(c, payloads) for c in self._producers]
 
     async def start_all(self) -> None:
+        """Start the consumers. A pull consumer's connection is open before any of them runs, and
+        none runs before the caller next yields: a clock read right after this call starts with
+        every consumer ready (the drain's)."""
         if self.kind == "worker":
             self.tasks.append(asyncio.create_task(
                 self.session.work(self.consumers, self.batch if self.system.caps.batch_knob else None,
-                                  self.handled, self.stop, True)))
+                                  self.handled, self.stop, self.continuous)))
             return
         self.conns = await self._connected(self.consumers, "consumer")
+        stop, done = self.stop.is_set, self.done
+        until = stop if done is None else (lambda: stop() or done())
         for j, conn in enumerate(self.conns):
             if self.kind == "log":
-                run = drivers.log_member(self.system, conn, GROUP, self._member(j), self.by_id, self.stop.is_set,
-                                         self.poll_s)
+                run = drivers.log_member(self.system, conn, GROUP, self._member(j), self.sink, until, self.poll_s)
             else:
-                run = drivers.pull(self.system, conn, self.batch or 1, self.by_id, drivers.Ops(), self.stop.is_set,
+                self.ops.append(ops := drivers.Ops())
+                run = drivers.pull(self.system, conn, self.batch or 1, self.sink, ops, until, self.idle_ns,
                                    pause_s=self.poll_s)
             self.tasks.append(asyncio.create_task(run))
         if self.kind == "log":
             ticker = await self.target.connect()
             self.conns.append(ticker)
             self.tasks.append(asyncio.create_task(self._tick(ticker)))
+
+    async def start_flat_out(self, n: int, ledger: Ledger) -> None:
+        """`n` producers, each enqueueing one job at a time, the next as soon as the last returned
+        (a closed loop: every acknowledgement is one commit, as a crash's clients need)."""
+        self.tasks += [asyncio.create_task(pacing.flat_out(enqueue, ledger, self.stop))
+                       for enqueue in await self.enqueuers(n)]
+
+    async def finished(self) -> None:
+        """Wait until every consumer ended on its own (`done`); the first failure is raised at once.
+        With `idle_s`, a worker library that handled nothing for that long is stopped (a pull
+        consumer stops itself, drivers.pull)."""
+        watchdog = self.idle_ns is not None and self.kind == "worker"  # a pull consumer watches its own idling
+        pending = set(self.tasks)
+        while pending:
+            ended, pending = await asyncio.wait(pending, timeout=0.1 if watchdog else None,
+                                                return_when=asyncio.FIRST_EXCEPTION)
+            self.raise_failed(ended)
+            if watchdog and now_ns() - self.sink.last_progress_ns > self.idle_ns:
+                self.stop.set()
+
+    def raise_failed(self, tasks: Any = None) -> None:
+        """Raise the failure of a task that ended with one (of `tasks`, by default every task)."""
+        for t in self.tasks if tasks is None else tasks:
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                raise t.exception()
+
+    def abandon(self) -> None:
+        """The server died under them (a crash): cancel every task before it runs again, so no reply
+        read after the kill is recorded, and drop the sockets without a goodbye. Synchronous: no
+        task runs between the kill and this."""
+        self.stop.set()
+        for t in self.tasks:
+            t.cancel()
+        for conn in [*self.conns, *self._producers]:
+            if (terminate := getattr(conn, "terminate", None)) is not None:
+                terminate()
+        self.conns, self._producers = [], []
 
     async def close(self) -> None:
         """Stop the consumers (each finishes the call under way, within STOP_DEADLINE_S), close

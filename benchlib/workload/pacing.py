@@ -11,6 +11,9 @@ so a stalled producer cannot hide a slow queue. How far behind it ran is its *la
 (actual send - intended, per enqueue call); a producer that could not hold its schedule
 (achieved < 0.99 x rate) makes a measurement *producer-bound*, never a system's result.
 
+`flat_out` is the one closed loop, for a crash's clients (durability): there the question is
+what an acknowledgement is worth, not how long a job waited.
+
 The payloads carry the job's sequence number (workload/ledger.py), so every system,
 whatever ids it gives, is counted by the same numbers.
 """
@@ -76,6 +79,17 @@ async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any
         out.lag_ns.append(sent - intended[0])
         out.sent += n
         k += n
+
+
+async def flat_out(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any]]], ledger: Ledger,
+                   stop: asyncio.Event) -> None:
+    """Enqueue one job at a time, the next as soon as the last was acknowledged, until `stop`:
+    the closed loop of a crash's clients, where each acknowledgement is one commit and the
+    ledger says when it reached the client."""
+    while not stop.is_set():
+        seq = ledger.reserve(1)
+        ids = await enqueue_many([payload(seq)])
+        ledger.enqueued(seq, ids, now_ns())
 
 
 async def calls(rate: float, stop: asyncio.Event, act: Callable[[int], Awaitable[None]],

@@ -45,7 +45,7 @@ async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
     assert (tmp_path / "durability" / "smoke" / "default.crashes.parquet").exists()
     # the timeline has each kill and each restart, in the crash cells only
     faults = run.events.filter(pl.col("kind") == "fault")
-    assert faults["name"].to_list() == ["SIGKILL", "restarted"] * 6
+    assert faults["name"].to_list() == ["server down", "server up"] * 6  # faults.server_crash's marks
     assert set(faults["cell_key"]) == set(crashes["cell_key"])
     assert (tmp_path / "durability" / "smoke" / "default.events.parquet").exists()
     manifest = json.loads((tmp_path / "durability" / "smoke" / "default.manifest.json").read_text())

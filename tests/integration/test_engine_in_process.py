@@ -145,3 +145,28 @@ async def test_a_failed_hook_ends_the_cell_and_releases_the_holder(pg_db):
     with pytest.raises(RuntimeError, match="the sampler died"):
         await asyncio.wait_for(engine.run_cell(SkipLocked(), pg_db, _held_plan(), timeline.mark, hooks), 30)
     assert not await _held_xmin(pg_db) and await _backends(pg_db) == 0
+
+
+async def test_abandoned_consumers_record_nothing_more_and_close_cleanly(pg_db):
+    """A crash's clients (consumers.InProcess.abandon): cancelled before they run again, their
+    sockets dropped, so the ledger holds what was acknowledged before; close() then raises nothing."""
+    from benchlib import backlog
+    from benchlib.workload.consumers import InProcess
+    from benchlib.workload.ledger import Ledger
+
+    system = SkipLocked()
+    await backlog.fill(pg_db, system, 20_000)
+    ledger = Ledger()
+    clients = InProcess(system, pg_db, 2, 1, None, sink=ledger, poll_s=0.001)
+    try:
+        await clients.start_all()
+        while len(ledger.handled_keys) < 50:
+            await asyncio.sleep(0.01)
+        clients.abandon()
+        handled = len(ledger.handled_keys)
+        await asyncio.sleep(0.3)
+        assert len(ledger.handled_keys) == handled  # nothing after the abandon
+        assert all(t.done() for t in clients.tasks) and all(t.cancelled() for t in clients.tasks)
+    finally:
+        await clients.close()
+    assert await _backends(pg_db) == 0

@@ -77,3 +77,20 @@ def test_a_stall_far_beyond_the_cells_norm_is_flagged(gaps, flagged):
     rows = [{"completion_gap_p99_ms": p99, "completion_gap_max_ms": largest} for p99, largest in gaps]
     flag_stalls(rows)
     assert [r["stall"] for r in rows] == flagged
+
+
+async def test_a_flat_out_producer_sends_one_job_per_call_until_stopped():
+    """The crash's closed loop: each call one job, numbered in order, recorded when it returned."""
+    ledger, stop, calls = Ledger(), asyncio.Event(), []
+
+    async def enqueue(payloads):
+        calls.append(list(payloads))
+        if len(calls) == 50:
+            stop.set()
+        await asyncio.sleep(0)
+        return [1000 + len(calls)]
+
+    await asyncio.wait_for(pacing.flat_out(enqueue, ledger, stop), 5)
+    assert len(calls) == 50 and all(len(c) == 1 for c in calls)
+    assert [b.start for b in ledger.batches] == list(range(50))
+    assert [list(b.ids) for b in ledger.batches] == [[1001 + k] for k in range(50)]

@@ -3,8 +3,9 @@
 Per cell (consumers x batch size) and sample (METHOD.md, "drain"):
 1. fresh queue tables (`install`), prefill N jobs in batches, `settle`: untimed
    (the discarded warm-up sample drains min(N, warmup_prefill) jobs);
-2. C connections are opened and C consumer tasks wait on a barrier; the harness
-   arrives last, so the clock starts the instant every consumer is ready;
+2. the engine's consumers (workload.consumers.InProcess) open C connections and start
+   C consumer tasks in one step; the clock is read before any of them runs, so it starts
+   the instant every consumer is ready;
 3. each consumer loops dequeue(B) -> ack(ids) until every job has been claimed,
    timing each call with the monotonic ns clock;
 4. the clock stops at the last ack; lost and duplicates are counted by job id;
@@ -33,7 +34,6 @@ count, not wall time) and the largest gap between completions, which flags a sta
 """
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +51,7 @@ from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S, no_answer
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload import drivers
+from benchlib.workload.consumers import InProcess
 from benchlib.workload.ledger import Ledger, Reconciled
 
 STUDY = "drain"
@@ -263,35 +264,24 @@ def _completions(gaps: np.ndarray) -> dict[str, Any]:
 
 async def drain_pull(target: Any, queue: queues.PullQueue, consumers: int, batch: int, prefill: int,
                      idle_timeout_s: float = 10.0) -> Drained:
-    """One drain: fresh tables, prefill and settle (untimed), then the timed drain."""
+    """One drain: fresh tables, prefill and settle (untimed), then the timed drain. The clock
+    starts once every consumer's connection is open, before any of them ran (InProcess)."""
     ledger = await backlog.fill(target, queue, prefill)
     total = ledger.acknowledged
-    conns = await asyncio.gather(*(queue.connect(target, "consumer") for _ in range(consumers)))
-    ops = [drivers.Ops() for _ in conns]
-    barrier = asyncio.Barrier(consumers + 1)
-
-    def done() -> bool:
-        return ledger.distinct >= total
-
-    async def consume(conn: Any, mine: drivers.Ops) -> None:
-        await barrier.wait()
-        await drivers.pull(queue, conn, batch, ledger, mine, done, int(idle_timeout_s * 1e9))
-
+    pulled = InProcess(queue, target, consumers, batch, None, sink=ledger, poll_s=drivers.EMPTY_POLL_PAUSE_S,
+                       done=lambda: ledger.distinct >= total, idle_s=idle_timeout_s, kind="pull")
     cpu = CpuMeter(target.server_pid)
     try:
-        async with asyncio.TaskGroup() as group:
-            for conn, mine in zip(conns, ops):
-                group.create_task(consume(conn, mine))
-            while barrier.n_waiting < consumers:  # arrive last: the clock starts with everyone ready
-                await asyncio.sleep(0)
-            cpu.start()
-            await barrier.wait()
-            start = ledger.last_progress_ns = now_ns()
+        await pulled.start_all()
+        cpu.start()
+        start = ledger.last_progress_ns = now_ns()
+        await pulled.finished()
         spent = cpu.spent()
     finally:
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        await pulled.close()
     rec = ledger.reconcile()
-    return Drained(rec, start, int(rec.handled_ns[-1]) if rec.handled else None, rec.distinct, spent, ops, start)
+    return Drained(rec, start, int(rec.handled_ns[-1]) if rec.handled else None, rec.distinct, spent, pulled.ops,
+                   start)
 
 
 async def settle_worker(target: Any) -> None:
@@ -318,39 +308,35 @@ async def drain_worker(target: Any, system: queues.WorkerSystem, consumers: int,
     """One drain of a worker system: fresh install, prefill and settle (untimed), then its own
     workers. The clock runs from the first job handled to the last: the library's start-up
     (its pools, its listeners) is not the queue's, and the harness cannot see when it ends."""
-    async with system.session(target) as session:
-        await session.install()
-        ledger = await backlog.enqueue_all(session.enqueue_many, prefill, backlog.chunk_of(system), Ledger(by_seq=True))
+    ledger = Ledger(by_seq=True)
+    handled = drivers.worker_handler(ledger)
+    cpu = CpuMeter(target.server_pid)
+    spent: list[tuple[float, float | None]] = []
+    total = 0
+
+    def report(seq: int, t_ns: int | None = None) -> None:
+        if not ledger.handled_keys:
+            cpu.start()  # the timed span's CPU, from the first job on
+        handled(seq, t_ns)
+        if ledger.distinct >= total and not workers.stop.is_set():
+            spent.append(cpu.spent())
+            workers.stop.set()
+
+    workers = InProcess(system, target, consumers, batch, report, sink=ledger, idle_s=idle_timeout_s,
+                        continuous=False)
+    try:
+        await workers.install()
+        enqueue, = await workers.enqueuers(1)
+        await backlog.enqueue_all(enqueue, prefill, backlog.chunk_of(system), ledger)
         await settle_worker(target)
         total = ledger.acknowledged
-        stop = asyncio.Event()
-        handled = drivers.worker_handler(ledger)
-        cpu = CpuMeter(target.server_pid)
-        spent: list[tuple[float, float | None]] = []
-
-        def report(seq: int, t_ns: int | None = None) -> None:
-            if not ledger.handled_keys:
-                cpu.start()  # the timed span's CPU, from the first job on
-            handled(seq, t_ns)
-            if ledger.distinct >= total and not stop.is_set():
-                spent.append(cpu.spent())
-                stop.set()
-
         ledger.last_progress_ns = now_ns()
-        work = asyncio.create_task(session.work(consumers, batch if system.caps.batch_knob else None, report, stop,
-                                                False))
-        try:
-            while not work.done():  # the watchdog: no progress for idle_timeout_s ends the sample
-                await asyncio.wait({work}, timeout=min(idle_timeout_s, 0.1))
-                if now_ns() - ledger.last_progress_ns > idle_timeout_s * 1e9:
-                    stop.set()
-            await work
-        finally:
-            if not work.done():
-                work.cancel()
-                await asyncio.gather(work, return_exceptions=True)
+        await workers.start_all()
+        await workers.finished()  # the library stops when the last job is handled, or idle for idle_timeout_s
         if not spent and ledger.handled_keys:  # ended by the watchdog: the span up to now
             spent.append(cpu.spent())
+    finally:
+        await workers.close()
     rec = ledger.reconcile()
     if not rec.handled:
         return Drained(rec, now_ns(), None, 0, (0.0, None))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +42,9 @@ from benchlib import backlog, pgbench, queues
 from benchlib.errors import BenchError, kept_reason
 from benchlib.measure import now_ns
 from benchlib.results import Schema, utc_now
+from benchlib.workload import drivers, faults
+from benchlib.workload.consumers import InProcess
 from benchlib.workload.ledger import Ledger
-from benchlib.workload.pacing import payload
 from benchlib import timeline
 from benchlib.runner import Cell, Rows
 from benchlib.studies.drain import measure as drain
@@ -187,59 +189,42 @@ TABLES = {"samples": SAMPLES, "crashes": CRASHES, timeline.TABLE: timeline.SCHEM
 
 async def crash_once(server: Any, queue: Any, mode: str, clients: int, crash_after_s: float, waiting: int,
                      after_restart: Callable[[Any, list[int]], Any] | None = None) -> dict[str, Any]:
-    """One crash: clients flat out, SIGKILL at `crash_after_s`, restart, count by id.
+    """One crash: clients flat out, the server crashed at `crash_after_s` (faults.server_crash),
+    restarted, counted by id.
 
-    `after_restart(conn, acked_ids)` runs on the recovered server before the count: the
-    tests inject a fault through it (delete acknowledged rows) to show the count sees it.
+    The clients are the engine's (consumers.InProcess): `enqueue`, producers in a closed loop
+    (pacing.flat_out); `ack`, pull consumers at batch 1 over `waiting` jobs. The kill and the
+    clients' cancellation happen with no client running between them, so the ledger holds
+    exactly what the server had acknowledged. `after_restart(conn, acked_ids)` runs on the
+    recovered server before the count: the tests inject a fault through it (delete acknowledged
+    rows) to show the count sees it.
     """
-    conn = await queue.connect(server)
+    await backlog.fill(server, queue, waiting if mode == "ack" else 0)  # fresh tables, the backlog, settled
+    ledger = Ledger()  # what the server acknowledged, and when (enqueue: the insert's commit; ack: the ack's)
+    clients_of = InProcess(queue, server, clients, 1, None, sink=ledger, poll_s=drivers.EMPTY_POLL_PAUSE_S,
+                           kind="pull")
+    crash = faults.make("server_crash", {})
+    ctx = faults.Context(fleet=None, server=server, mark=timeline.mark)
     try:
-        await queue.install(conn)
-        if mode == "ack":  # `waiting` jobs for the consumers, filled as every sample's backlog is
-            await backlog.enqueue_all(lambda chunk: queue.enqueue_many(conn, chunk), waiting, backlog.chunk_of(queue))
-        await queue.settle(conn)
-    finally:
-        await conn.close()
-    # what the server acknowledged, and when (enqueue: the insert's commit; ack: the ack's commit)
-    ledger = Ledger()
-    conns = await asyncio.gather(*(queue.connect(server, "consumer" if mode == "ack" else "admin")
-                                   for _ in range(clients)))
-
-    async def produce(c: Any, k: int) -> None:
-        while True:
-            seq = ledger.reserve(1)
-            ids = await queue.enqueue_many(c, [payload(seq)])
-            ledger.enqueued(seq, ids, now_ns())
-
-    async def consume(c: Any, k: int) -> None:
-        dequeue, ack = await queue.operations(c)
-        while True:
-            jobs = await dequeue(1)
-            if not jobs:
-                await asyncio.sleep(0.001)
-                continue
-            await ack([jobs[0][0]])
-            ledger.handled_one(jobs[0][0], now_ns())
-
-    work = produce if mode == "enqueue" else consume
-    tasks = [asyncio.create_task(work(c, k)) for k, c in enumerate(conns)]
-    try:
+        if mode == "enqueue":
+            await clients_of.start_flat_out(clients, ledger)
+        else:
+            await clients_of.start_all()
         await asyncio.sleep(crash_after_s)
-        for t in tasks:  # they loop until cancelled: one that ended before the crash failed
-            if t.done() and t.exception() is not None:
-                raise t.exception()
+        clients_of.raise_failed()  # they loop until stopped: one that ended before the crash failed
         crashed_ns = now_ns()
-        timeline.mark("fault", "SIGKILL", f"the whole server, {crash_after_s:.2f} s after the clients started")
-        # synchronous: no client task runs between the last acknowledgement it saw and the
-        # kill; the server then recovers from its WAL before it accepts connections again
-        recovery_s = server.crash_and_restart()
-        timeline.mark("fault", "restarted", f"accepting connections after {recovery_s:.2f} s of recovery")
+        await crash.enter(ctx)  # SIGKILL to the whole server, synchronously: no client runs before ...
+        clients_of.abandon()  # ... they are cancelled, their sockets dropped
+        started = time.monotonic()
+        await crash.exit(ctx)  # the server starts on the same data directory: crash recovery from the WAL
+        recovery_s = time.monotonic() - started
+        if not crash.ok:
+            raise RuntimeError(f"the server crash was not verified: {'; '.join(crash.checked)}")
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for c in conns:  # their server is gone: drop the sockets, no goodbye
-            c.terminate() if hasattr(c, "terminate") else await c.close()
+        try:
+            await clients_of.close()
+        finally:
+            await ctx.close()
     acked = _acknowledged(ledger, mode)
     conn = await queue.connect(server)
     try:

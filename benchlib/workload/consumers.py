@@ -87,13 +87,19 @@ class InProcess:
             {"consumers": consumers, "batch_jobs": batch or 1, "empty_poll_pause_ms": poll_s * 1000,
              **({"tick_interval_ms": tick_s * 1000} if self.kind == "log" else {})})
 
-    async def install(self) -> None:
-        """Fresh state through the system's own client (a worker library's session stays open)."""
-        if self.kind == "worker":
+    async def open(self) -> Any:
+        """A worker library's session, entered once (close() exits it): for a study that installs
+        the system its own way."""
+        if self._session_cm is None:
             cm = self.system.session(self.target)
             self.session = await cm.__aenter__()
             self._session_cm = cm  # entered: close() exits it, whatever happens next
-            await self.session.install()
+        return self.session
+
+    async def install(self) -> None:
+        """Fresh state through the system's own client (a worker library's session stays open)."""
+        if self.kind == "worker":
+            await (await self.open()).install()
             return
         admin = await self.system.connect(self.target)
         try:

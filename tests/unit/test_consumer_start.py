@@ -1,7 +1,7 @@
 """Consumers are started by kind in one place (workload/consumers.py, the engine's), never by a study.
 
 Why: "start consumers by kind" written once per study drifted apart (a barrier here, a pause there);
-DESIGN.md's cell engine owns it. The capacity study is the one left to move (issue 44's note says so).
+DESIGN.md's cell engine owns it.
 """
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import ast
 from pathlib import Path
 
 STUDIES = Path(__file__).parents[2] / "benchlib" / "studies"
-NOT_YET = {"capacity/measure.py"}  # its own consumer start; moves onto the engine next
 STARTS = {"pull", "log_member", "work", "operations", "Barrier"}  # a consumer loop, a library's workers, a barrier
 
 
@@ -22,7 +21,7 @@ def _starts(tree: ast.AST):
 def test_no_study_starts_its_own_consumers():
     found = {str(path.relative_to(STUDIES)): [f"{line}: {call}" for line, call in _starts(ast.parse(path.read_text()))]
              for path in sorted(STUDIES.rglob("*.py"))}
-    found = {path: calls for path, calls in found.items() if calls and path not in NOT_YET}
+    found = {path: calls for path, calls in found.items() if calls}
     assert found == {}, "start consumers through workload.consumers.InProcess (or the engine's run_cell)"
 
 
@@ -31,8 +30,3 @@ def test_the_finder_finds_a_consumer_start():
             "dequeue, ack = await queue.operations(c)\nb = asyncio.Barrier(3)\n")
     assert sorted(line for line, _ in _starts(ast.parse(code))) == [1, 2, 3, 4]
 
-
-def test_the_study_not_yet_moved_still_starts_its_own():
-    """When capacity moves onto the engine this fails: drop it from NOT_YET."""
-    for path in NOT_YET:
-        assert list(_starts(ast.parse((STUDIES / path).read_text()))), f"{path} no longer starts consumers: drop it from NOT_YET"

@@ -85,6 +85,7 @@ from benchlib.results import Schema, load_profile, measured, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
+from benchlib.workload.consumers import POLL_S, InProcess
 from benchlib.workload.ledger import NONE, Ledger, Reconciled
 
 STUDY = "capacity"
@@ -94,7 +95,6 @@ PRODUCERS_RUN = ("apart", "with_consumers")  # Params.producers_run: a process o
 
 AXES = ("systems", "consumers")
 WARMUP = "warmup"  # the purpose of the run's discarded first step (measure, attempt)
-POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
 PASS_ACHIEVED = 0.99
 SLOPE_SHARE, SLOPE_FLOOR = 0.01, 1.0
 BACKLOG_S = 2.0
@@ -447,31 +447,22 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         producer = ProducerProcess(system, p.backend, target)
     clean = False  # the producer process is reused by the cell's next step only after a step that ended well
     ledger = Ledger(by_seq=worker)
-    stop_producing, stop_consumers = asyncio.Event(), asyncio.Event()
+    stop_producing = asyncio.Event()
     out = pacing.Producers()
+    consumers_of = InProcess(system, target, consumers, batch, drivers.worker_handler(ledger), sink=ledger,
+                             poll_s=POLL_S, kind=system.kind)  # a ticked log through its pull operations
     conns: list[Any] = []
     tasks: list[asyncio.Task] = []
-    session_cm = system.session(target) if worker else None
-    session = await session_cm.__aenter__() if worker else None
     postgres = target.backend == "postgres"
     stats_conn = None
     analyzed: list[int] = []  # when the statistics keeper ran each ANALYZE (ns)
     try:
-        await _fresh(target, system, session)
+        await _fresh(target, system, await consumers_of.open() if worker else None)
         stats_conn = await sampler.connect(target) if postgres else None
-        if worker:
-            handled = drivers.worker_handler(ledger)
-            tasks.append(asyncio.create_task(session.work(consumers, batch, handled, stop_consumers, True)))
-            if not apart:
-                enqueue = [session.enqueue_many] * p.producers
-        else:
-            conns = await asyncio.gather(*(system.connect(target, "consumer") for _ in range(consumers)))
-            tasks += [asyncio.create_task(drivers.pull(system, c, batch or 1, ledger, drivers.Ops(),
-                                                       stop_consumers.is_set, pause_s=POLL_S)) for c in conns]
-            if not apart:
-                producers = await asyncio.gather(*(system.connect(target, "producer") for _ in range(p.producers)))
-                conns += producers
-                enqueue = [lambda payloads, c=c: system.enqueue_many(c, payloads) for c in producers]
+        await consumers_of.start_all()
+        tasks += consumers_of.tasks
+        if not apart:
+            enqueue = await consumers_of.enqueuers(p.producers)
         if apart:
             await producer.connect(p.producers)
         await asyncio.sleep(0.2)  # consumers connected and polling before the first job is due
@@ -487,7 +478,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             keeper_conn = await sampler.connect(target)
             conns.append(keeper_conn)
             tasks.append(asyncio.create_task(_keep_statistics(keeper_conn, min(ANALYZE_AFTER_S, warmup_s / 2),
-                                                              p.naptime_s, stop_consumers, analyzed)))
+                                                              p.naptime_s, consumers_of.stop, analyzed)))
         async with _census(target, postgres) as census:
             await asyncio.sleep(max(0.0, (start + int(warmup_s * 1e9) - now_ns()) / 1e9))
             _raise_failed(producing + tasks)
@@ -497,7 +488,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             before = await _server_counters(stats_conn) if postgres else {}
             cpu = CpuMeter(target.server_pid).start()
             apart_cpu = _ApartCpu(producer=producer.pid if apart else None,
-                                  worker=getattr(getattr(session, "proc", None), "pid", None))
+                                  worker=getattr(getattr(consumers_of.session, "proc", None), "pid", None))
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
             early = await _hold_window(ledger, plan, window_start,
@@ -517,15 +508,16 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         clean = True
     finally:
         stop_producing.set()
-        stop_consumers.set()
+        consumers_of.stop.set()
         if apart and (own or not clean):
             await producer.close()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if worker:
-            await session_cm.__aexit__(None, None, None)
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
-        if stats_conn is not None:
-            await stats_conn.close()
+        try:
+            await consumers_of.close()  # their connections, the producers' and a worker library's session
+        finally:
+            await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+            if stats_conn is not None:
+                await stats_conn.close()
     for t in tasks:
         if t.done() and not t.cancelled() and t.exception() is not None:
             raise t.exception()

@@ -67,6 +67,8 @@ class InProcess:
                  idle_s: float | None = None, continuous: bool = True, kind: str | None = None) -> None:
         self.system, self.target, self.consumers, self.batch = system, target, consumers, batch
         self.handled, self.poll_s, self.tick_s = handled, poll_s, tick_s
+        if idle_s is not None and sink is None:
+            raise ValueError("idle_s reads the progress of a Ledger: give `sink`")
         self.sink: Any = sink if sink is not None else _ById(handled_id)
         self.done, self.continuous = done, continuous
         self.idle_ns = None if idle_s is None else int(idle_s * 1e9)

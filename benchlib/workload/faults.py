@@ -210,6 +210,8 @@ class _ServerDown(Fault):
     async def enter(self, ctx: Context) -> None:
         cluster = _cluster(ctx)
         pid = cluster.proc.pid
+        # server_crash kills before anything is awaited: a study that counts what the server
+        # acknowledged (durability's) cancels its clients right after, none having run between
         await self._down(cluster)
         await ctx.close()
         self.note(f"postmaster {pid} gone")

@@ -76,6 +76,14 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
             out.append(Finding("durability", "On PostgreSQL {major}, {how}: 0 in {n} crashes.",
                                {"major": major, "how": analysis._removal(zero), "n": min(v["crashes"] for v in zero)},
                                cells=tuple(f"postgres/{v['config']} on {major}" for v in zero)))
+        elif variants:  # none removed it: the least loss, so a rare one is not read as none
+            least = min(variants, key=lambda v: (v["with_loss"] / v["crashes"], v["lost_max"]))
+            out.append(Finding("durability", "On PostgreSQL {major}, no setting tried removes it; the closest, "
+                               "{setting}, lost in {k} of {n} crashes, at most {most} jobs.",
+                               {"major": major, "k": least["with_loss"], "n": least["crashes"],
+                                "most": least["lost_max"],
+                                "setting": analysis.settings_text(least["config"], analysis.ASYNC_BASE)},
+                               cells=(f"postgres/{least['config']} on {major}",)))
     return out
 
 

@@ -37,6 +37,12 @@ GROUP = "cell"  # the log's consumer group
 STOP_DEADLINE_S = 15.0  # the consumers' last fetch and the library's own stop, at the end of a cell
 
 
+def _cancelled() -> bool:
+    """Whether the task running this is being cancelled (a run ended by SIGTERM or Ctrl-C)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class _ById:
     """What drivers.pull and drivers.log_member record into: handlings by the system's id."""
 
@@ -187,7 +193,7 @@ class InProcess:
         every connection and the session; a consumer's failure is raised."""
         self.stop.set()
         try:
-            if self.tasks:
+            if self.tasks and not _cancelled():  # a run being stopped (SIGTERM) waits for no consumer
                 await asyncio.wait(self.tasks, timeout=STOP_DEADLINE_S)
             for t in self.tasks:
                 t.cancel()

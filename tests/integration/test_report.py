@@ -79,7 +79,7 @@ def test_the_report_says_when_a_run_had_company_or_ran_with_the_servers_values(s
                     "provenance")
     finally:
         manifest_path.write_text(original)
-    assert "**Something else used the machine** during 1 run" in text and "sqlite__sqlite (40 %)" in text
+    assert "**Something else used the machine** during 1 run" in text and "| drain | sqlite__sqlite | 40 % |\n" in text
     crowded = manifest["company_per_cell"][first_cell]["cell"]
     assert "Cells measured while others took 10 % or more of the CPU (their share in brackets):" in text
     assert f"| drain | sqlite__sqlite | {crowded} (50%) |\n" in text  # and only that one: a millisecond cell's tick is no company

@@ -113,16 +113,25 @@ async def test_a_hold_phase_holds_the_horizon_through_it_and_only_it(pg_db):
     each phase ends when the hook says, and nothing holds the horizon after the cell."""
     seen: list[tuple[str, bool, int]] = []
     ended: list[float] = []
+    holder = HOLDERS["rr_snapshot"]()
+    release = holder.stop
+
+    async def releasing(admin) -> None:  # the phase is still `held` until the release returns
+        holder.releasing = True
+        await release(admin)
+
+    holder.releasing, holder.stop = False, releasing
 
     async def watch(running: engine.Running) -> None:
         while not running.stopping.is_set():
-            seen.append((running.phase.name, await _held_xmin(pg_db), running.handlings))
+            phase, h = running.phase.name, await _held_xmin(pg_db)
+            seen.append(("releasing" if holder.releasing and phase == "held" else phase, h, running.handlings))
             await asyncio.sleep(0.2)
 
     async def ending(running: engine.Running, end_s: float) -> None:
         ended.append(end_s)
 
-    hooks = engine.Hooks(background=(watch,), phase_ending=ending, holder=HOLDERS["rr_snapshot"]())
+    hooks = engine.Hooks(background=(watch,), phase_ending=ending, holder=holder)
     ran = await engine.run_cell(SkipLocked(), pg_db, _held_plan(), timeline.mark, hooks)
     first, count = engine.Jobs.of(ran.ledger).first_and_count()
     assert ran.drained and (first >= 0).all() and (count == 1).all()

@@ -13,6 +13,8 @@ FORCE_FLAG := $(if $(filter 1 yes true,$(FORCE)),--force,)
 # STUDY=drain measures that study only, then renders the whole report from data/ (a change
 # that touches one study re-publishes that study)
 STUDY_FLAG := $(if $(STUDY),--study $(STUDY),)
+# an adapter's sources: a change to one rebuilds it at the next setup (builds are cached by content)
+ADAPTER_SOURCES := $(shell find benchlib/queues/adapters -type f -not -path '*/node_modules/*' 2>/dev/null)
 
 .PHONY: help setup pgqrs-full report test test-all lab lock clean
 
@@ -22,7 +24,7 @@ help: ## list the targets
 
 setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to date)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock $(ADAPTER_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .

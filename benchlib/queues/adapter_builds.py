@@ -50,6 +50,7 @@ class Manifest:
     lockfile: str
     folder: Path
     settings: dict[str, str] = field(default_factory=dict, hash=False)  # BENCH_SETTINGS key -> what it sets, its default
+    pool: str | None = None  # the pool its workers share with application code (Capabilities.pool)
 
     @property
     def files(self) -> list[Path]:
@@ -87,7 +88,8 @@ def manifest(name: str) -> Manifest:
         raise BenchError(f"{folder / 'manifest.yaml'}: `settings` must map each BENCH_SETTINGS key to a "
                          "one-line description")
     return Manifest(data["system"], data["language"], data["toolchain"], data["version"], data["summary"],
-                    tuple(data["build"]), tuple(data["run"]), data["lockfile"], folder, dict(settings))
+                    tuple(data["build"]), tuple(data["run"]), data["lockfile"], folder, dict(settings),
+                    data.get("pool"))
 
 
 def every() -> list[Manifest]:
@@ -143,7 +145,7 @@ def adapter_system(name: str, variant: str | None = None, settings: dict | None 
         summary = m.summary + (f"; {variant} settings {settings} ({why})" if variant else "")
         extra_code = tuple(str(f) for f in m.files)
         overrides = dict(settings or {})
-        caps = replace(JsonLinesSystem.caps, settable=dict(m.settings))
+        caps = replace(JsonLinesSystem.caps, settable=dict(m.settings), pool=m.pool)
         adapter = name  # its folder under queues/adapters/
 
         @property

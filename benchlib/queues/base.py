@@ -55,7 +55,10 @@ class Capabilities:
     class declaring keys takes them as `__init__(given)`, checks their values in
     `setting_refusal(given)` and reports those in force in `applied()`, and a pull system may set
     `tend(target, stopping, error)`, which its process runs beside its consumers. `settings_code`:
-    files only those settings run, keyed by the cells that give them.
+    files only those settings run, keyed by the cells that give them. `pool`: the connection pool
+    its workers share with application code, as its public API hands it over (a pool the application
+    passes in, or one the library exposes), which the chaos study's pool_exhaustion fault holds;
+    None: its workers' connections are their own (a connection each, or a pool the API keeps private).
     """
     batch_knob: str | None
     process: str = "harness"
@@ -64,6 +67,7 @@ class Capabilities:
     enqueue_chunk: int | None = None
     settable: Mapping[str, str] = field(default_factory=dict)
     settings_code: tuple[str, ...] = ()
+    pool: str | None = None
 
     def __post_init__(self) -> None:
         if self.process not in PROCESS_MODELS:

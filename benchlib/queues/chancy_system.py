@@ -71,6 +71,11 @@ class Session:
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.producer: ChancyApp | None = None
         self.producing = asyncio.Lock()
+        self.working: ChancyApp | None = None  # the workers' app while they run
+
+    def worker_pool(self) -> Any:
+        """The pool the running workers share (caps.pool), or None when none run."""
+        return None if self.working is None else self.working.pool
 
     def app(self, pool_size: int, notifications: bool = True) -> ChancyApp:
         return ChancyApp(self.conninfo, prefix=PREFIX, min_connection_pool_size=1,
@@ -107,6 +112,7 @@ class Session:
                    continuous: bool = False) -> None:
         _handled.set(handled)
         async with self.app(concurrency + POOL_EXTRA, notifications=continuous) as app:
+            self.working = app
             await app.declare(Queue(QUEUE, concurrency=concurrency, executor=ChancyApp.Executor.Async,
                                     polling_interval=POLLING_INTERVAL_S, eager_polling=True), upsert=True)
             worker = Worker(app, register_signal_handlers=False, shutdown_timeout=int(STOP_GRACE_S),
@@ -115,6 +121,7 @@ class Session:
                 await worker.start()
                 await stop.wait()
             finally:
+                self.working = None
                 await asyncio.shield(worker.stop())
 
 
@@ -124,7 +131,8 @@ class Chancy:
     kind = "worker"
     package = "chancy"
     caps = Capabilities(batch_knob=None,  # fetches the queue's free slots (C minus running); no fetch-size setting
-                        extra_connections=POOL_EXTRA + 2)  # the pool beyond C, the LISTEN connection, the producer's
+                        extra_connections=POOL_EXTRA + 2,  # the pool beyond C, the LISTEN connection, the producer's
+                        pool="ChancyApp.pool: the psycopg pool its workers fetch, update and beat through")
     summary = ("chancy: push_many; one Worker, Queue(concurrency=C, AsyncExecutor, eager_polling); "
                "fetches its free slots per query")
     tables = (f"{SCHEMA}.{PREFIX}jobs",)

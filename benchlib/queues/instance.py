@@ -53,6 +53,8 @@ from benchlib.measure import now_ns
 from benchlib.provision import PgServer
 from benchlib.queues.base import closed, paused, system_version
 from benchlib.queues.jsonlines import STOP_GRACE_S, JsonLinesSystem
+from benchlib.queues import pool_hold
+from benchlib.queues.pool_hold import PoolHold
 from benchlib.workload.drivers import EMPTY_POLL_PAUSE_S
 
 CONTRACT = 2
@@ -60,6 +62,7 @@ FLUSH_S = 0.005  # handled events are batched into one line at most this long
 RECONNECT_BACKOFF_S = 0.05  # a pull consumer's pause before it reconnects after a failure
 EXIT_DEADLINE_S = STOP_GRACE_S - 1.0  # at end of input: the workers' time to stop, within the harness's grace
 ERROR_CHARS = 300
+HOLD_WITHIN_S = 2.0  # hold_pool's reply: the connections held by then (CONTRACT.md)
 
 
 class Refused(Exception):
@@ -205,9 +208,24 @@ class WorkerInstance:
         self.running: asyncio.Task | None = None
         self.stopping = asyncio.Event()
         self.switching = asyncio.Lock()  # one `work` or `stop` at a time
+        self.hold: PoolHold | None = None
 
     async def open(self) -> None:
         self.session = await self.stack.enter_async_context(self.system.session(self.target))
+
+    async def hold_pool(self, within_s: float) -> dict[str, int]:
+        """Every connection of the pool the workers share with application code (caps.pool), taken."""
+        if self.system.caps.pool is None:
+            raise Refused(f"{self.system.name}'s workers share no pool with application code")
+        pool = self.session.worker_pool()
+        if pool is None or self.hold is not None:
+            raise Refused("hold_pool needs running workers and a pool not already held")
+        self.hold = PoolHold(pool)
+        return await self.hold.take(within_s)
+
+    async def release_pool(self) -> int:
+        hold, self.hold = self.hold, None
+        return 0 if hold is None else await hold.release()
 
     async def close(self) -> None:
         await self.stack.aclose()
@@ -260,6 +278,7 @@ class WorkerInstance:
             os._exit(WORKERS_ENDED)
 
     async def stop(self) -> None:
+        await self.release_pool()  # its workers' last queries need their connections
         async with self.switching:
             running, self.running = self.running, None
             if running is not None:
@@ -425,6 +444,12 @@ async def answer(request: dict[str, Any], instance: WorkerInstance | PullInstanc
                                                 bool(request.get("continuous")))}
     elif op == "stop":
         await instance.stop()
+    elif op == "hold_pool":
+        if not isinstance(instance, WorkerInstance):
+            raise Refused(f"{instance.system.name}'s consumers have a connection each: no pool to hold")
+        return await instance.hold_pool(float(request.get("within_s", HOLD_WITHIN_S)))
+    elif op == "release_pool":
+        return {"held": await instance.release_pool()} if isinstance(instance, WorkerInstance) else {"held": 0}
     else:
         raise Refused(f"unknown op {op!r}")
     return {}
@@ -517,7 +542,7 @@ def process_system(name: str) -> type[JsonLinesSystem]:
                        extra_connections=1 if inner.kind == "pull" else inner.caps.extra_connections)
         tables = inner.tables
         control_tables = inner.control_tables
-        extra_code = (*queues.code_files(name), __file__)
+        extra_code = (*queues.code_files(name), __file__, pool_hold.__file__)
 
     if (detail := getattr(inner, "version_detail", None)) is not None:
         InProcessAsProcess.version_detail = staticmethod(detail)

@@ -59,6 +59,11 @@ class Session:
         self.handled: Handled | None = None
         self.producer: Any = None  # (open app, its noop task): opened once, as a service opens it at start
         self.producing = asyncio.Lock()
+        self.working: procrastinate.App | None = None  # the workers' app while they run
+
+    def worker_pool(self) -> Any:
+        """The pool the running workers share (caps.pool), or None when none run."""
+        return None if self.working is None else self.working.connector.pool
 
     async def close(self) -> None:
         if self.producer is not None:
@@ -116,6 +121,7 @@ class Session:
         if self.rescue:  # its periodic deferrer and the task run inside run_worker_async, beside our jobs
             self.retry_stalled(app)
         async with app.open_async():
+            self.working = app
             worker = asyncio.create_task(app.run_worker_async(
                 concurrency=concurrency, wait=continuous, listen_notify=continuous,
                 fetch_job_polling_interval=POLLING_INTERVAL_S, install_signal_handlers=False,
@@ -123,7 +129,10 @@ class Session:
             # no grace: cancelling run_worker_async is procrastinate's own graceful stop (it
             # finishes the jobs in hand), and with wait=True the worker never ends by itself,
             # so a grace was only ever sat out
-            await until_stopped(worker, stop, grace_s=0)
+            try:
+                await until_stopped(worker, stop, grace_s=0)
+            finally:
+                self.working = None
 
 class Procrastinate:
     name = "procrastinate"
@@ -137,6 +146,7 @@ class Procrastinate:
     caps = Capabilities(
         batch_knob=None,  # one job per fetch query; no setting to change that
         extra_connections=3,  # the fetcher, a spare, the producer's
+        pool="PsycopgConnector.pool: the psycopg pool its workers fetch and finish jobs through",
         settable={
             "stalled_retry_every_s": "run the docs' retry_stalled_jobs periodic task (get_stalled_jobs, then "
                                      "retry_job for each) every N s; default: no such task, so nothing retries a "

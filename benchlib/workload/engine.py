@@ -91,6 +91,7 @@ class Span:
     end_ns: int
     checked: list[str] = field(default_factory=list)
     ok: bool = True
+    applies: bool = True  # the system had what its fault acts on
 
 
 @dataclass
@@ -312,7 +313,7 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                 if hook is not None:
                     await hook.exit(ctx)
                     mark("fault", ph.fault, "exit")
-                    span.checked, span.ok = hook.checked, hook.ok
+                    span.checked, span.ok, span.applies = hook.checked, hook.ok, hook.applies
             span.end_ns = now_ns()
             ran.spans.append(span)
         ran.end_ns = now_ns()
@@ -518,6 +519,7 @@ def account(jobs: Jobs, spans: Sequence[Span], judged: Sequence[str], refused_ns
             "worker_exits": sum(1 for _, t, _ in exits if span.start_ns <= t < until),
             "verified": "; ".join(span.checked) or None,
             "fault_ok": span.ok,
+            "applies": span.applies,
             "last_done_s": (float(first[mine].max()) - span.end_ns) / 1e9 if mine.any() and (first[mine] >= 0).all() else None,
         })
     return rows

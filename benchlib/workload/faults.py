@@ -15,6 +15,10 @@ backends it terminated), which the data publish beside the counts.
 | server_restart | a fast shutdown (SIGINT: clean, checkpointed) | start it |
 | backend_kill | pg_terminate_backend every client backend but the harness's, every `every_s` | stop |
 | connection_exhaustion | idle sessions until the server refuses more | close them |
+| pool_exhaustion | in each instance, every connection of the pool its workers share with application code taken by other code (CONTRACT.md's hold_pool) | given back |
+
+A fault that has nothing to act on in a system (pool_exhaustion where the workers share no pool
+with application code) sets `applies` false and says why: the study reports it as not applicable.
 
 The harness's own sessions carry HARNESS_APP (application_name), so a backend kill spares them
 and a worker's backends are told apart by its instance's name (fleet.py).
@@ -32,7 +36,7 @@ import asyncpg
 
 from benchlib.errors import BenchError, shown
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
-from benchlib.queues.jsonlines import ANSWER_DEADLINE_S
+from benchlib.queues.jsonlines import ANSWER_DEADLINE_S, AdapterError
 from benchlib.workload.fleet import KILL_DEADLINE_S
 
 HARNESS_APP = "benchlib-harness"
@@ -86,6 +90,7 @@ class Fault:
     options: dict[str, Any] = field(default_factory=dict)
     checked: list[str] = field(default_factory=list)  # what it verified, in words
     ok: bool = True  # every effect verified
+    applies: bool = True  # the system has what the fault acts on
 
     def note(self, text: str, ok: bool = True) -> None:
         self.checked.append(text)
@@ -288,8 +293,51 @@ class ConnectionExhaustion(Fault):
                 c.terminate()
 
 
+class PoolExhaustion(Fault):
+    """An application whose own work holds every connection of the pool it shares with its
+    queue's workers (a burst of slow requests): do the workers wait, fail, or give up, and do
+    they come back when the pool frees? Applies only where the system's public API shares a pool
+    with application code (Capabilities.pool)."""
+
+    name = "pool_exhaustion"
+    takes = {"within_s": (float, 2.0)}
+    holding: list = []
+
+    async def enter(self, ctx: Context) -> None:
+        pool = ctx.fleet.system.caps.pool
+        self.holding = []
+        if pool is None:
+            self.applies = False
+            self.note("not applicable: its workers share no connection pool with application code")
+            return
+        within = self.options["within_s"]
+        replies = await asyncio.gather(*(ctx.fleet.request(i, op="hold_pool", within_s=within)
+                                         for i in range(ctx.fleet.instances)), return_exceptions=True)
+        broken = [got for got in replies if isinstance(got, BaseException) and not isinstance(got, AdapterError)]
+        for i, got in enumerate(replies):
+            if isinstance(got, BaseException):
+                self.note(f"instance {i}: pool not held: {str(got)[:200]}", ok=False)
+            else:
+                self.holding.append(i)
+                self.note(f"instance {i}: {got['held']} of {got['pool_max']} pool connections held after "
+                          f"{within:g} s", ok=got["held"] > 0)
+        ctx.mark("fault", "pool held", f"instances {self.holding}")
+        if broken:  # a fault of ours, not the system's: the cell fails (exit still releases the others)
+            raise broken[0]
+
+    async def exit(self, ctx: Context) -> None:
+        holding, self.holding = self.holding, []
+        for i in holding:
+            try:
+                got = await ctx.fleet.request(i, op="release_pool")
+                ctx.mark("fault", "pool released", f"instance {i}: {got.get('held')} connection(s) given back")
+            except AdapterError as err:  # it exited meanwhile: its pool went with it
+                ctx.mark("fault", "pool released", f"instance {i}: {str(err)[:200]}")
+
+
 FAULTS: dict[str, type[Fault]] = {f.name: f for f in (
-    KillWorker, RepeatedKill, PauseWorker, ServerCrash, ServerRestart, BackendKill, ConnectionExhaustion)}
+    KillWorker, RepeatedKill, PauseWorker, ServerCrash, ServerRestart, BackendKill, ConnectionExhaustion,
+    PoolExhaustion)}
 NEEDS_WORKERS = ("kill_worker", "repeated_kill", "pause_worker")  # act on a worker instance
 
 
@@ -313,6 +361,8 @@ def check(fault: str, options: Mapping[str, Any], seconds: float, instances: int
     if "instance" in out and not 0 <= out["instance"] < instances:
         raise BenchError(f"{where}: instance {out['instance']} does not exist: the fleet has {instances} "
                          f"(0 to {instances - 1})")
+    if "within_s" in out and not 0 < out["within_s"] < seconds:
+        raise BenchError(f"{where}: within_s must be > 0 and under the phase's {seconds:g} s, got {out['within_s']:g}")
     if "every_s" in out and not 0 < out["every_s"] <= seconds:
         raise BenchError(f"{where}: every_s must be > 0 and at most the phase's {seconds:g} s, got {out['every_s']:g}")
     return out

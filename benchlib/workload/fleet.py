@@ -244,6 +244,14 @@ class Fleet:
                 os.killpg(pid, signal.SIGCONT)
         m.paused = False
 
+    async def request(self, i: int, **message: Any) -> dict[str, Any]:
+        """One contract request to instance i (a fault's hold_pool); AdapterError when it is not
+        running, refuses or does not answer in time."""
+        adapter = self.members[i].adapter
+        if adapter is None or self.pid(i) is None:
+            raise AdapterError(f"instance {i} is not running")
+        return await adapter.request(**message)
+
     async def start_all(self) -> None:
         """Every instance running (at the cell's start: a failure here fails the cell)."""
         for i in range(self.instances):

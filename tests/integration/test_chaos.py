@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -219,3 +220,22 @@ async def test_a_kill_cancelled_half_way_still_leaves_the_instance_startable(pg_
     finally:
         await fleet.close()
         await producer.close()
+
+
+@pytest.mark.parametrize("name", ["procrastinate", "chancy", "river", "pg-boss", "graphile-worker"])
+async def test_a_held_pool_is_held_then_given_back_and_no_job_is_lost(pg_db, name):
+    """pool_exhaustion takes the pool a system's workers share with application code, in every
+    instance, through its public API (Python: psycopg's pool; Go: pgxpool; Node: pg.Pool), and
+    gives it back at the phase's end: every acknowledged job is handled by the drain (a system
+    whose workers share no pool: tests/unit/test_chaos_rules.py)."""
+    from benchlib.queues.instance import as_process
+
+    system = as_process(name)()
+    slow = replace(plan({"fault": "pool_exhaustion", "within_s": 1}, 3, 5), batch=5)  # pg-boss: 4 loops x 5 jobs / 2 s
+    ran = await engine.run_cell(system, pg_db, slow, timeline.mark)
+    jobs = engine.Jobs.of(ran.ledger)
+    (row,) = engine.account(jobs, ran.spans, ("fault",), ran.refused_ns, ran.exits, ran.start_ns, ran.end_ns)
+    assert row["applies"] and row["fault_ok"], row["verified"]
+    assert row["verified"].count("pool connections held") == 2  # both instances
+    first, _ = jobs.first_and_count()
+    assert ran.drained and (first >= 0).all() and not ran.exits, (row, ran.errors)

@@ -168,3 +168,22 @@ async def test_a_stopped_adapter_fails_its_sample_in_one_line_naming_it(pg_db, m
             took = time.monotonic() - asked
         assert _gone(pid)
     assert took < 3 + 10
+
+
+
+async def test_what_an_adapter_s_output_still_carries_after_it_exited_is_read_not_dropped(tmp_path, pg_db):
+    """At the end of its input an adapter exits at once, its last report still on its way through
+    its stdout (here a process it left writes it half a second later): the harness reads the
+    pipe to its end before it lets the readers go (asyncio's wait() returns once the pipes have
+    closed, and the stop grace bounds it)."""
+    system = _system(tmp_path, """
+        import json, subprocess, sys
+        print(json.dumps({"hello": {"system": "last-words", "version": "0", "batch": False}}), flush=True)
+        sys.stdin.read()
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); "
+                          "print('{\\"handled\\": [[7, 1]]}', flush=True)"])
+    """)
+    seen = []
+    async with system.session(pg_db) as adapter:
+        adapter.handled = lambda seq, t_ns: seen.append(seq)
+    assert seen == [7]

@@ -55,6 +55,7 @@ def test_a_bad_scenario_is_a_one_line_error(raw, says):
     ("repeated_kill", {"every_s": 10}, "at most the phase's 5 s"),
     ("backend_kill", {"instance": 0}, "has no option 'instance'"),
     ("pause_worker", {"instance": "x"}, "must be a number"),
+    ("pool_exhaustion", {"within_s": 5}, "under the phase's 5 s"),
 ])
 def test_a_bad_fault_is_a_one_line_error(fault, options, says):
     with pytest.raises(BenchError, match=says):
@@ -148,6 +149,55 @@ def test_verdicts(cells, row, verdict):
     s = analysis.summary(v)["x"]
     assert s["survived"] == (verdict == analysis.OK)
     assert s["judged"] == (0 if verdict in analysis.NOT_JUDGED else 1)
+
+
+def test_a_fault_that_does_not_apply_is_neither_survived_nor_failed():
+    """pool_exhaustion on a system whose workers share no pool: 'n/a' in its cell, out of the
+    faults it is judged on, its window's jobs still counted."""
+    rows = pl.concat([_faults(), _faults(phase="p", fault="pool_exhaustion", applies=False, fault_ok=True, unfinished=1)],
+                     how="diagonal_relaxed")
+    v = analysis.verdicts(_cells(), rows)
+    assert v["verdict"].to_list() == [analysis.OK, analysis.NOT_APPLICABLE]
+    s = analysis.summary(v)["x"]
+    assert (s["survived"], s["judged"], s["faults"], s["not_applicable"], s["unfinished"]) == (1, 1, 1, 1, 1)
+    assert analysis.cell_text(v.row(1, named=True)) == "n/a; 1 unfinished"
+    assert analysis.verdicts(_cells(), _faults())["verdict"].to_list() == [analysis.OK]  # rows from before `applies`
+
+
+class _PoolFleet:
+    """Instances answering hold_pool as an adapter does; `pool` is what the system declares."""
+
+    instances = 2
+
+    def __init__(self, pool: str | None, refuse: int | None = None) -> None:
+        from benchlib.queues.base import Capabilities
+
+        self.system = type("S", (), {"caps": Capabilities(batch_knob=None, pool=pool)})
+        self.refuse, self.asked = refuse, []
+
+    async def request(self, i: int, **message) -> dict:
+        from benchlib.queues.jsonlines import AdapterError
+
+        self.asked.append((i, message["op"]))
+        if i == self.refuse:
+            raise AdapterError("adapter hold_pool: unknown op")
+        return {"ok": True, "held": 3, "pool_max": 4} if message["op"] == "hold_pool" else {"ok": True, "held": 4}
+
+
+@pytest.mark.parametrize("pool, refuse, applies, ok", [
+    ("a pool", None, True, True),
+    ("a pool", 1, True, False),  # one instance did not hold its pool: the fault is not verified
+    (None, None, False, True),  # no pool shared with application code: nothing asked, not applicable
+])
+async def test_pool_exhaustion_holds_every_instance_s_pool_and_gives_back_what_it_held(pool, refuse, applies, ok):
+    fleet = _PoolFleet(pool, refuse)
+    fault = faults.make("pool_exhaustion", {})
+    ctx = _Ctx(fleet)
+    await fault.enter(ctx)
+    await fault.exit(ctx)
+    assert (fault.applies, fault.ok) == (applies, ok), fault.checked
+    held = [i for i in range(2) if i != refuse] if pool else []
+    assert fleet.asked == ([(i, "hold_pool") for i in range(2)] if pool else []) + [(i, "release_pool") for i in held]
 
 
 class _SlowReapFleet:

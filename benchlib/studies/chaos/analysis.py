@@ -24,6 +24,7 @@ from benchlib.tables import Table
 OK, SLOW, UNFINISHED, UNCHECKED, HARNESS, NO_CONTROL = ("survived", "slow", "unfinished", "unverified",
                                                         "control failed", "no control")
 NOT_JUDGED = (UNCHECKED, HARNESS, NO_CONTROL)
+NOT_APPLICABLE = "not applicable"  # the system has nothing the fault acts on (no pool shared with application code)
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -64,7 +65,9 @@ def verdicts(cells: pl.DataFrame, faults: pl.DataFrame, variant: str = "faults")
         key = (r["system"], r["round"])
         if key in failed:
             continue
-        if not r["fault_ok"]:
+        if r.get("applies") is False:
+            verdict = NOT_APPLICABLE
+        elif not r["fault_ok"]:
             verdict = UNCHECKED
         elif key not in clean:
             verdict = NO_CONTROL
@@ -81,19 +84,21 @@ def verdicts(cells: pl.DataFrame, faults: pl.DataFrame, variant: str = "faults")
 
 
 def summary(v: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per system (round 0): faults survived of those judged, unfinished and duplicated jobs, and
-    the faults that duplicated."""
+    """Per system (round 0): faults survived of those judged (a fault that does not apply to it is
+    neither), unfinished and duplicated jobs, and the faults that duplicated."""
     out: dict[str, dict[str, Any]] = {}
     if not v.height:
         return out
-    for (system,), part in v.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
+    for (system,), every in v.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
+        part = every.filter(pl.col("verdict") != NOT_APPLICABLE)
         judged = part.filter(~pl.col("verdict").is_in(NOT_JUDGED))
         out[system] = {
             "survived": judged.filter(pl.col("verdict") == OK).height, "judged": judged.height,
-            "faults": part.height, "unfinished": int(part["unfinished"].sum()),
-            "duplicates": int(part["duplicates"].sum()),
-            "duplicated_by": [r["fault"] for r in part.iter_rows(named=True) if r["duplicates"]],
-            "unfinished_by": [r["fault"] for r in part.iter_rows(named=True) if r["unfinished"]],
+            "faults": part.height, "not_applicable": every.height - part.height,
+            "unfinished": int(every["unfinished"].sum()),  # a window's jobs count whether its fault applied or not
+            "duplicates": int(every["duplicates"].sum()),
+            "duplicated_by": [r["fault"] for r in every.iter_rows(named=True) if r["duplicates"]],
+            "unfinished_by": [r["fault"] for r in every.iter_rows(named=True) if r["unfinished"]],
             "harness": part.filter(pl.col("verdict") == HARNESS).height,
             "not_judged": part.filter(pl.col("verdict").is_in(NOT_JUDGED)).height,
         }
@@ -107,7 +112,11 @@ def cell_text(r: dict[str, Any]) -> str:
     if r["verdict"] in (HARNESS, NO_CONTROL):
         return r["verdict"]
     parts = []
-    if r["unfinished"]:
+    if r["verdict"] == NOT_APPLICABLE:
+        parts.append("n/a")
+        if r["unfinished"]:
+            parts.append(f"{r['unfinished']:,} unfinished")
+    elif r["unfinished"]:
         parts.append(f"{r['unfinished']:,} unfinished")
     elif r["verdict"] == SLOW:
         parts.append("not back to 90 %")
@@ -195,5 +204,5 @@ def settings_table(cells: pl.DataFrame) -> Table:
     return Table(rows)
 
 
-__all__ = ["HARNESS", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED",
+__all__ = ["HARNESS", "NOT_APPLICABLE", "NOT_JUDGED", "NO_CONTROL", "OK", "SLOW", "UNCHECKED", "UNFINISHED",
            "cell_text", "control_clean", "matrix", "rescue_table", "settings_table", "summary", "totals", "verdicts"]

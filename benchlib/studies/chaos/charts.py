@@ -37,9 +37,11 @@ def timelines(seconds: pl.DataFrame, faults: pl.DataFrame, verdicts: pl.DataFram
     layer = alt.layer(rect, line).properties(width=PANEL_W, height=PANEL_H)
     chart = (layer.facet(facet=alt.Facet("system:N", sort=order, title=None), columns=COLUMNS, data=both)
              .resolve_scale(y="independent").resolve_axis(x="independent"))
-    judged = {s: r for s, r in analysis.summary(verdicts).items() if not r["not_judged"]}
+    summary = analysis.summary(verdicts)
+    judged = {s: r for s, r in summary.items() if not r["not_judged"]}
     everything = [s for s, r in judged.items() if r["survived"] == r["faults"]]
-    text = (f"{len(everything)} of the {len(judged)} systems judged survived every fault" if judged
+    applied = " that applied to them" if any(r["not_applicable"] for r in summary.values()) else ""
+    text = (f"{len(everything)} of the {len(judged)} systems judged survived every fault{applied}" if judged
             else "Completions per second through the faults")
     return stated(chart, text, "Jobs handled for the first time per second against seconds since the first phase, one "
                   "panel per system (each its own y-axis); every fault's phase shaded red.")

@@ -259,6 +259,8 @@ FAULT_ROWS: Schema = {
     "worker_exits": (pl.Int64, "instances that exited by themselves in the window"),
     "verified": (pl.String, "what the fault checked it did (a PID and its backends gone, ...)"),
     "fault_ok": (pl.Boolean, "every effect of the fault was verified"),
+    "applies": (pl.Boolean, "the system has what the fault acts on (pool_exhaustion: a pool its workers share "
+                            "with application code); false: not applicable, `verified` says why"),
     "cell_key": (pl.String, ""),
     "run_id": (pl.String, ""),
 }

@@ -31,6 +31,8 @@ def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[st
             text += f", {r['unfinished']:,} unfinished"
         if r["duplicates"]:
             text += f", {r['duplicates']:,} twice"
+        if r["not_applicable"]:
+            text += f", {r['not_applicable']} n/a"
         out[system] = {SURVIVED: text}
     return out
 
@@ -44,10 +46,12 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     out = []
     judged = {s: r for s, r in summary.items() if not r["not_judged"]}
     all_ok = [s for s, r in judged.items() if r["survived"] == r["faults"]]
-    faults = max(r["faults"] for r in summary.values())
+    faults = max(r["faults"] + r["not_applicable"] for r in summary.values())
     unjudged = [s for s in summary if s not in judged]
-    out.append(Finding("chaos", "{ok} of {n} systems survived all {f} faults, every acknowledged job handled: {who}."
-                       + (" Not judged: {skip}." if unjudged else ""),
+    partly = any(r["not_applicable"] for r in summary.values())
+    out.append(Finding("chaos", "{ok} of {n} systems survived "
+                       + ("every one of the {f} faults that applied to them" if partly else "all {f} faults")
+                       + ", every acknowledged job handled: {who}." + (" Not judged: {skip}." if unjudged else ""),
                        {"ok": len(all_ok), "n": len(judged), "f": faults, "who": names(all_ok) if all_ok else "none",
                         "skip": names(unjudged)},
                        interval="one run per system", cells=tuple(f"postgres/{s}" for s in summary)))
@@ -137,5 +141,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "scenario": params.get("scenario") or [],
         "params": params,
         "harness": [s for s, r in analysis.summary(v).items() if r["harness"]],
+        "not_applicable": [s for s, r in analysis.summary(v).items() if r["not_applicable"]],
         "errors": cells.filter(pl.col("error").is_not_null()).select("system", "variant", "error").rows(named=True),
     }

@@ -99,12 +99,45 @@ function readSettings (accepted, check = () => [], text = process.env.BENCH_SETT
   return { values: defaults, refusal: oneLine(`BENCH_SETTINGS: ${problems.join('; ')}`) } // nothing applied
 }
 
+// Application code holding every connection of a node-postgres pool it shares with the
+// workers (CONTRACT.md's hold_pool, the chaos study's pool_exhaustion fault): one connect()
+// per connection the pool may open, all queued at once, so each client the workers give back
+// comes to us and their next connect() waits behind ours. A queued connect() cannot be
+// withdrawn: one answered after the release gives its client straight back.
+function poolHold (pool) {
+  const held = []
+  let holding = true
+  const size = pool.options.max
+  const waiting = Array.from({ length: size }, () => pool.connect().then(
+    client => { if (holding) held.push(client); else client.release() },
+    () => {}))
+  return {
+    async take (withinS) {
+      await Promise.race([Promise.allSettled(waiting), new Promise(resolve => setTimeout(resolve, withinS * 1000))])
+      return { held: held.length, pool_max: size }
+    },
+    release () {
+      holding = false
+      const n = held.length
+      for (const client of held.splice(0)) client.release()
+      return n
+    }
+  }
+}
+
 // Runs the adapter: hello first, then requests until stdin closes, then stop and exit 0.
 // With a `refusal` (bad BENCH_SETTINGS) it still says hello, then answers every request
 // with that one-line error.
 function serve (system) {
   console.log = console.info = console.debug = console.warn = console.error // stdout is the wire
-  process.on('unhandledRejection', err => error(`unhandled rejection: ${err?.message ?? err}`))
+  // Node's default for an unhandled rejection is to end the process: a library's worker process
+  // ends as it would in an application that did not add a handler, saying why first (the
+  // harness's supervisor, like a deployment's, starts it again)
+  process.on('unhandledRejection', err => {
+    error(`unhandled rejection: ${err?.message ?? err}: exiting, as Node does by default`)
+    flushHandled()
+    process.exit(1)
+  })
   line({ hello: system.hello() })
   if (system.refusal) process.stderr.write(`${system.refusal}\n`)
   const inflight = new Set()
@@ -126,4 +159,4 @@ function serve (system) {
   })
 }
 
-module.exports = { serve, readSettings, handled, enqueued, error, now }
+module.exports = { serve, readSettings, handled, enqueued, error, now, poolHold }

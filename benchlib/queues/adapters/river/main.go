@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 type request struct {
@@ -20,6 +21,7 @@ type request struct {
 	Concurrency int               `json:"concurrency"`
 	Batch       *int              `json:"batch"`
 	Continuous  bool              `json:"continuous"`
+	WithinS     float64           `json:"within_s"`
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	}
 	// stdin closed: the harness is gone or done, so stop the workers and leave.
 	inflight.Wait()
+	sys.ReleasePool() // pgxpool's Close waits for every acquired connection
 	if err := sys.Stop(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "river adapter: stop:", err)
 	}
@@ -100,7 +103,16 @@ func handle(ctx context.Context, sys *system, req *request) (map[string]any, err
 		settings, err := sys.Work(ctx, req.Concurrency)
 		return map[string]any{"ok": true, "settings": settings}, err
 	case "stop":
+		sys.ReleasePool() // the workers' last queries need their connections
 		return ok, sys.Stop(ctx)
+	case "hold_pool":
+		within := req.WithinS
+		if within <= 0 {
+			within = 2
+		}
+		return sys.HoldPool(time.Duration(within * float64(time.Second)))
+	case "release_pool":
+		return map[string]any{"ok": true, "held": sys.ReleasePool()}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }

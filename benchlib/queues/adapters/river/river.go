@@ -49,6 +49,7 @@ type system struct {
 
 	mu     sync.Mutex
 	worker *river.Client[pgx.Tx] // the running workers, nil when stopped
+	hold   *poolHold             // application code holding the pool (hold_pool), nil when not
 }
 
 func newSystem(ctx context.Context, dsn string, w *writer) (*system, error) {

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 )
 
@@ -75,4 +78,66 @@ func (s *system) Stop(ctx context.Context) error {
 	err := s.worker.Stop(ctx)
 	s.worker = nil
 	return err
+}
+
+// poolHold is application code holding every connection of the pool it shares with
+// River's client (the chaos study's pool_exhaustion fault, CONTRACT.md's hold_pool):
+// one Acquire per connection the pool may open, all queued at once, so each
+// connection River gives back comes to us and River's next Acquire waits behind ours.
+type poolHold struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	mu     sync.Mutex
+	held   []*pgxpool.Conn
+}
+
+// HoldPool queues the acquires and answers with how many connections are held after within.
+func (s *system) HoldPool(within time.Duration) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worker == nil || s.hold != nil {
+		return nil, errors.New("hold_pool needs running workers and a pool not already held")
+	}
+	s.dbMu.RLock()
+	pool := s.pool
+	s.dbMu.RUnlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &poolHold{cancel: cancel}
+	size := int(pool.Config().MaxConns)
+	for i := 0; i < size; i++ {
+		h.done.Add(1)
+		go func() {
+			defer h.done.Done()
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				return // cancelled by the release
+			}
+			h.mu.Lock()
+			h.held = append(h.held, conn)
+			h.mu.Unlock()
+		}()
+	}
+	s.hold = h
+	time.Sleep(within)
+	h.mu.Lock()
+	held := len(h.held)
+	h.mu.Unlock()
+	return map[string]any{"ok": true, "held": held, "pool_max": size}, nil
+}
+
+// ReleasePool cancels the acquires still waiting and gives every held connection back.
+func (s *system) ReleasePool() int {
+	s.mu.Lock()
+	h := s.hold
+	s.hold = nil
+	s.mu.Unlock()
+	if h == nil {
+		return 0
+	}
+	h.cancel()
+	h.done.Wait()
+	for _, conn := range h.held {
+		conn.Release()
+	}
+	return len(h.held)
 }

@@ -111,6 +111,18 @@ def machines(manifests: list[dict]) -> list[dict]:
     return list(found.values())
 
 
+def hardware(hosts: list[dict]) -> str:
+    """The CPU the header names: the first machine's, and which studies ran on another, so the
+    front page never credits one machine with a study measured on another."""
+    first = hosts[0]["machine"]["cpu_model"]
+    others = []
+    for h in hosts[1:]:
+        studies = list(dict.fromkeys(m["study"].replace("_", " ") for m in h["runs"]))
+        cpu = h["machine"]["cpu_model"]
+        others.append(f"{' and '.join(studies)} on {cpu if cpu != first else 'another ' + cpu + ' host'}")
+    return "; ".join([first, *others])
+
+
 def runs_table(manifests: list[dict], hosts: list[dict] | None = None) -> Table:
     """One line per run: where, when and by which code it measured, and who else used the machine
     meanwhile; which machine (`hosts`, from machines()), where the runs were measured on more than one."""
@@ -231,7 +243,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
         hosts = machines(manifests)
         cards = frontpage.scorecards([s["scorecard"] for s in sections], frontpage.versions(manifests),
                                      list(QUEUES) + sorted({n for s in sections for n in s["scorecard"]} - set(QUEUES)))
-        shared = {"profile": profile, "published": where.published, "first": manifests[0],
+        shared = {"profile": profile, "published": where.published, "first": manifests[0], "hardware": hardware(hosts),
                   "data_dir": os.path.relpath(data_dir, out.parent), "method": os.path.relpath(METHOD, out.parent),
                   "pages": pages.name, "report": out.name}
         findings = [f for s in sections for f in s["findings"]]

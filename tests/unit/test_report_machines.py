@@ -31,3 +31,14 @@ def test_a_study_re_published_on_another_host_is_marked_run_by_run():
     assert [(h["label"], h["machine"]["kernel"], len(h["runs"])) for h in hosts] == [
         ("A", "6.18.44-fc-v595", 1), ("B", "6.18.44-fc-v657", 2)]
     assert [r["machine"] for r in report.runs_table(runs).rows] == ["A", "B", "B"]
+
+
+def test_the_header_names_the_machine_of_every_study_it_reports():
+    """2026-11-29: the chaos study was re-published on an Intel host while every other study was
+    the AMD host's; the front page's CPU must not credit one machine with the other's study."""
+    one = [_manifest("drain", "postgres__pgmq", "4f0dfcc")]
+    assert report.hardware(report.machines(one)) == "AMD EPYC"
+    mixed = one + [_manifest("chaos", "postgres", "7f803c2", cpu_model="Intel(R) Xeon(R) Processor"),
+                   _manifest("capacity", "postgres", "03c8bd1", kernel="6.18.44-fc-v657")]
+    assert report.hardware(report.machines(mixed)) == (
+        "AMD EPYC; chaos on Intel(R) Xeon(R) Processor; capacity on another AMD EPYC host")

@@ -121,6 +121,11 @@ def _rescue_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
                     interval="one run per system", cells=tuple(f"postgres/{s}" for s in systems))]
 
 
+def _every(items: list[str]) -> str:
+    """All of them, in words: 'a, b and c'."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
     rounds = tables["cells"]["round"].n_unique() if tables["cells"].height else 0
     return "Each system ran the scenario once, so this study measures no run-to-run spread." if rounds == 1 else None
@@ -141,6 +146,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "scenario": params.get("scenario") or [],
         "params": params,
         "harness": [s for s, r in analysis.summary(v).items() if r["harness"]],
-        "not_applicable": [s for s, r in analysis.summary(v).items() if r["not_applicable"]],
+        "not_applicable": _every([s for s, r in analysis.summary(v).items() if r["not_applicable"]]),
         "errors": cells.filter(pl.col("error").is_not_null()).select("system", "variant", "error").rows(named=True),
     }

@@ -114,12 +114,15 @@ def machines(manifests: list[dict]) -> list[dict]:
 def hardware(hosts: list[dict]) -> str:
     """The CPU the header names: the first machine's, and which studies ran on another, so the
     front page never credits one machine with a study measured on another."""
-    first = hosts[0]["machine"]["cpu_model"]
+    def cpu(host: dict) -> str:  # "Intel(R) Xeon(R) Processor" reads as "Intel Xeon Processor"
+        return re.sub(r"\((R|TM|tm)\)", "", host["machine"]["cpu_model"]).strip()
+
+    first = cpu(hosts[0])
     others = []
     for h in hosts[1:]:
         studies = list(dict.fromkeys(m["study"].replace("_", " ") for m in h["runs"]))
-        cpu = h["machine"]["cpu_model"]
-        others.append(f"{' and '.join(studies)} on {cpu if cpu != first else 'another ' + cpu + ' host'}")
+        name = cpu(h)
+        others.append(f"{' and '.join(studies)} on {name if name != first else 'another ' + name + ' host'}")
     return "; ".join([first, *others])
 
 

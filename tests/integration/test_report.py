@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -43,7 +44,8 @@ def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, t
     assert (text.index("## What the latest run found") < text.index("## The products on PostgreSQL")
             < text.index("## Pick by need") < text.index("## " + drain.report.TITLE)
             < text.index("## What this does not measure yet") < text.index("## Words used here"))
-    assert text.index("## What the latest run found") < 10 * 80  # on the first screen
+    seen = re.sub(r"<!--.*?-->\n?", "", text)  # what a reader sees: not the generated-file comment
+    assert seen.index("## What the latest run found") < 10 * 80  # on the first screen, whatever the CPU's name
     assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden
     assert "(s)" not in text
     drain_page = page(out, "drain")

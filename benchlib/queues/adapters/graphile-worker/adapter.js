@@ -5,7 +5,7 @@ process.env.NO_LOG_SUCCESS ??= '1' // its documented switch: no log line built p
 const pg = require('pg')
 const { run, runMigrations, makeWorkerUtils, Logger } = require('graphile-worker')
 const { version } = require('graphile-worker/package.json')
-const { serve, readSettings, handled, enqueued, error, poolHold } = require('./wire')
+const { serve, readSettings, handled, enqueued, error, poolOps } = require('./wire')
 
 const SCHEMA = 'graphile_worker'
 const TASK = 'bench'
@@ -122,22 +122,10 @@ async function work ({ concurrency, batch }) {
 // runner.stop() waits for running jobs, but graphile-worker does not await a job's
 // completion (a DELETE); every such query has asked the pool for a client by the time
 // stop resolves, so an idle pool, seen twice from a timer, means they all committed.
-let hold = null // application code holding the workers' pool (hold_pool), null when not
-
-async function holdPool ({ within_s: withinS = 2 }) {
-  if (!running || hold) throw new Error('hold_pool needs running workers and a pool not already held')
-  hold = poolHold(running.pool)
-  return await hold.take(withinS)
-}
-
-function releasePool () {
-  const n = hold ? hold.release() : 0
-  hold = null
-  return n
-}
+const pooled = poolOps(() => running?.pool) // application code holding the workers' pool (hold_pool)
 
 async function stop () {
-  releasePool() // the workers' last queries need their connections
+  pooled.release() // the workers' last queries need their connections
   if (running) await (running.stopped ??= stopWorkers(running)) // a stop and stdin's close may overlap
   running = null
   return {}
@@ -161,8 +149,7 @@ const ops = {
   },
   work,
   stop,
-  hold_pool: holdPool,
-  release_pool: async () => ({ held: releasePool() })
+  ...pooled.ops
 }
 
 const hello = () => ({

@@ -5,7 +5,7 @@ const crypto = require('node:crypto')
 const pg = require('pg')
 const PgBoss = require('pg-boss')
 const { version } = require('pg-boss/package.json')
-const { serve, readSettings, handled, enqueued, error, now, poolHold } = require('./wire')
+const { serve, readSettings, handled, enqueued, error, now, poolOps } = require('./wire')
 
 const SCHEMA = 'pgboss'
 const QUEUE = 'bench'
@@ -142,22 +142,10 @@ async function work ({ concurrency, batch, continuous }) {
 // (fetch, handler, complete) starts within the microtasks of the last one, so a
 // count of zero seen from a timer, twice, means no loop is left and every handled
 // job's complete() has committed.
-let hold = null // application code holding the workers' pool (hold_pool), null when not
-
-async function holdPool ({ within_s: withinS = 2 }) {
-  if (!running || hold) throw new Error('hold_pool needs running workers and a pool not already held')
-  hold = poolHold(running.pool)
-  return await hold.take(withinS)
-}
-
-function releasePool () {
-  const n = hold ? hold.release() : 0
-  hold = null
-  return n
-}
+const pooled = poolOps(() => running?.pool) // application code holding the workers' pool (hold_pool)
 
 async function stop () {
-  releasePool() // the workers' last queries need their connections
+  pooled.release() // the workers' last queries need their connections
   if (running) await (running.stopped ??= stopWorkers(running)) // a stop and stdin's close may overlap
   running = null
   return {}
@@ -182,8 +170,7 @@ const ops = {
   },
   work,
   stop,
-  hold_pool: holdPool,
-  release_pool: async () => ({ held: releasePool() })
+  ...pooled.ops
 }
 
 const hello = () => ({

@@ -125,6 +125,24 @@ function poolHold (pool) {
   }
 }
 
+// The contract's hold_pool and release_pool for an adapter whose running workers' pool is
+// `current()` (null while none run), and `release` for its stop, which gives the pool back first.
+function poolOps (current) {
+  let hold = null
+  const release = () => {
+    const n = hold ? hold.release() : 0
+    hold = null
+    return n
+  }
+  const holdPool = async ({ within_s: withinS = 2 }) => {
+    const pool = current()
+    if (!pool || hold) throw new Error('hold_pool needs running workers and a pool not already held')
+    hold = poolHold(pool)
+    return await hold.take(withinS)
+  }
+  return { release, ops: { hold_pool: holdPool, release_pool: async () => ({ held: release() }) } }
+}
+
 // Runs the adapter: hello first, then requests until stdin closes, then stop and exit 0.
 // With a `refusal` (bad BENCH_SETTINGS) it still says hello, then answers every request
 // with that one-line error.
@@ -159,4 +177,4 @@ function serve (system) {
   })
 }
 
-module.exports = { serve, readSettings, handled, enqueued, error, now, poolHold }
+module.exports = { serve, readSettings, handled, enqueued, error, now, poolOps }

@@ -51,10 +51,9 @@ from benchlib import queues
 from benchlib.errors import BenchError, shown
 from benchlib.measure import now_ns
 from benchlib.provision import PgServer
+from benchlib.queues import pool_hold
 from benchlib.queues.base import closed, paused, system_version
 from benchlib.queues.jsonlines import STOP_GRACE_S, JsonLinesSystem
-from benchlib.queues import pool_hold
-from benchlib.queues.pool_hold import PoolHold
 from benchlib.workload.drivers import EMPTY_POLL_PAUSE_S
 
 CONTRACT = 2
@@ -208,7 +207,7 @@ class WorkerInstance:
         self.running: asyncio.Task | None = None
         self.stopping = asyncio.Event()
         self.switching = asyncio.Lock()  # one `work` or `stop` at a time
-        self.hold: PoolHold | None = None
+        self.hold: pool_hold.PoolHold | None = None
 
     async def open(self) -> None:
         self.session = await self.stack.enter_async_context(self.system.session(self.target))
@@ -220,7 +219,7 @@ class WorkerInstance:
         pool = self.session.worker_pool()
         if pool is None or self.hold is not None:
             raise Refused("hold_pool needs running workers and a pool not already held")
-        self.hold = PoolHold(pool)
+        self.hold = pool_hold.PoolHold(pool)
         return await self.hold.take(within_s)
 
     async def release_pool(self) -> int:

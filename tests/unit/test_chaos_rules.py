@@ -162,6 +162,10 @@ def test_a_fault_that_does_not_apply_is_neither_survived_nor_failed():
     assert (s["survived"], s["judged"], s["faults"], s["not_applicable"], s["unfinished"]) == (1, 1, 1, 1, 1)
     assert analysis.cell_text(v.row(1, named=True)) == "n/a; 1 unfinished"
     assert analysis.verdicts(_cells(), _faults())["verdict"].to_list() == [analysis.OK]  # rows from before `applies`
+    from benchlib.studies.chaos import report
+
+    first = report.findings({"cells": _cells(), "faults": rows}, [])[0].text()
+    assert "0 of 1 systems survived every one of the 2 faults that applied" in first  # its n/a window left a job
 
 
 class _PoolFleet:

@@ -45,7 +45,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
         return []
     out = []
     judged = {s: r for s, r in summary.items() if not r["not_judged"]}
-    all_ok = [s for s, r in judged.items() if r["survived"] == r["faults"]]
+    # every fault that applied survived, and no job unfinished, not even in a window whose fault did not apply
+    all_ok = [s for s, r in judged.items() if r["survived"] == r["faults"] and not r["unfinished"]]
     faults = max(r["faults"] + r["not_applicable"] for r in summary.values())
     unjudged = [s for s in summary if s not in judged]
     partly = any(r["not_applicable"] for r in summary.values())

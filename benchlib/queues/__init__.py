@@ -6,8 +6,19 @@ class that speaks `base.PullQueue` (+ `<name>.sql` for SQL we send ourselves) or
 language, a folder `adapters/<name>/` with its manifest (adapters/CONTRACT.md) and
 `adapter_system("<name>")`; add it to QUEUES below, and add a row to the README's
 systems table. Nothing else in the harness names a system.
+
+Settings are input: `get(name, backend, settings)` builds a system with the keys it declares
+(`caps.settable`), refused in one line before any server starts otherwise. The values its own
+documentation or benchmark gives for throughput live in data (documented.yaml), read by the
+tuning study and by the `-fast` entries below.
 """
 from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from benchlib.errors import BenchError, shown
 from benchlib.queues.absurd_system import Absurd
@@ -29,16 +40,36 @@ from benchlib.queues.sqlite_queue import SqliteQueue
 from benchlib.results import module_file
 
 System = PullQueue | WorkerSystem
+DOCUMENTED = Path(__file__).with_name("documented.yaml")
+
+
+@cache
+def documented() -> dict[str, dict[str, Any]]:
+    """Each system's documented throughput settings (documented.yaml): {settings, batch, source}."""
+    raw = yaml.safe_load(DOCUMENTED.read_text()) or {}
+    out = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("source"), str) or \
+                set(entry) - {"settings", "batch", "source"}:
+            raise BenchError(f"{DOCUMENTED}: {name!r} needs `source` (words) and may have `settings` and `batch`")
+        out[name] = {"settings": dict(entry.get("settings") or {}), "batch": entry.get("batch"),
+                     "source": entry["source"]}
+    return out
+
+
+def _fast(name: str, why: str) -> type:
+    """The adapter `name` at its documented settings (not its batch: the batch is an axis of every
+    study), registered as `<name>-fast` beside its defaults."""
+    return adapter_system(name, "fast", documented()[name]["settings"], why)
 
 QUEUES: dict[str, type[System]] = {q.name: q for q in (
     SkipLocked, SqliteQueue, SkipLockedDelete, ClaimThenDelete, Rotation,  # ours: the reference designs
     Pgmq, Pgqrs,  # real pull systems
     Procrastinate, Pgqueuer, Awa, Chancy, Absurd,  # real worker systems in Python, in process
     adapter_system("river"), adapter_system("pg-boss"), adapter_system("graphile-worker"),  # in Go and Node
-    # their documented fast settings, beside the defaults that cap them at tens of jobs/s
-    adapter_system("river", "fast", {"fetch_cooldown_ms": 2, "fetch_poll_interval_ms": 20},
-                   "River's own benchmark's values, cmd/river/riverbench/river_bench.go"),
-    adapter_system("pg-boss", "fast", {"polling_interval_s": 0.5}, "the documented minimum, src/attorney.js"),
+    # their documented settings, beside the defaults that cap them at tens of jobs/s
+    _fast("river", "River's own benchmark's values, cmd/river/riverbench/river_bench.go"),
+    _fast("pg-boss", "the documented minimum, src/attorney.js"),
     ReferenceAdapter,  # the JSON-lines contract's reference adapter
     Pgq,  # the real PgQ (Debian's postgresql-15-pgq3, PostgreSQL 15), beside rotation; last: colours stay
 )}
@@ -87,8 +118,23 @@ def missing_build(name: str, backend: str) -> str | None:
     return cls.missing_build(backend) if hasattr(cls, "missing_build") else None
 
 
-def get(name: str, backend: str | None = None) -> System:
-    """An instance of queue `name`, checked against `backend` when given."""
+def settings_refusal(name: str, given: dict[str, Any]) -> str | None:
+    """Why `given` settings are refused for system `name`, in one line naming the key, or None: only
+    the keys it declares in `caps.settable`, with values its `setting_refusal` accepts (an adapter
+    checks its values itself, when it starts)."""
+    cls = QUEUES[name]
+    takes = cls.caps.settable
+    if unknown := sorted(set(given) - set(takes)):
+        if not takes:
+            return f"unknown setting {unknown[0]!r}: {name} takes no settings"
+        return f"unknown setting {unknown[0]!r}: {name} takes {', '.join(takes)}"
+    check = getattr(cls, "setting_refusal", None)  # the values: the system's own rules
+    return check(given) if given and check is not None else None
+
+
+def get(name: str, backend: str | None = None, settings: dict[str, Any] | None = None) -> System:
+    """An instance of queue `name`, checked against `backend` when given, with `settings` (keys it
+    declares) instead of its defaults."""
     try:
         cls = QUEUES[name]
     except KeyError:
@@ -96,8 +142,12 @@ def get(name: str, backend: str | None = None) -> System:
     if backend is not None and backend not in cls.backends:
         raise BenchError(f"queue {shown(name)} runs on {', '.join(cls.backends)}, not {backend}: "
                          f"for {backend} use {', '.join(designs_on(backend))}")
-    return cls()
+    if not settings:
+        return cls()
+    if (why := settings_refusal(name, settings)) is not None:
+        raise BenchError(why)
+    return cls(dict(settings))
 
 
-__all__ = ["QUEUES", "Job", "PullQueue", "System", "WorkerSystem", "code_files", "default_for", "describe", "designs_on", "get",
-           "keyed", "missing_build"]
+__all__ = ["QUEUES", "Job", "PullQueue", "System", "WorkerSystem", "code_files", "default_for", "describe", "designs_on",
+           "documented", "get", "keyed", "missing_build", "settings_refusal"]

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import awa
 
-from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
+from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, number_of, run_sql
 
 SCHEMA = "awa"  # fixed by awa's migrations
 QUEUE = "benchlib"
@@ -70,8 +70,9 @@ def sqlx_url(dsn: str) -> str:
 
 
 class Session:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, poll_interval_ms: int = POLL_INTERVAL_MS) -> None:
         self.target = target
+        self.poll_interval_ms = poll_interval_ms
         self.url = sqlx_url(target.dsn)
         self.producer: awa.AsyncClient | None = None
         self.producing = asyncio.Lock()
@@ -109,7 +110,7 @@ class Session:
         try:
             await client.start([{"name": QUEUE, "max_workers": concurrency,
                                  "claim_batch_size": batch or DEFAULT_CLAIM_BATCH}],
-                               poll_interval_ms=POLL_INTERVAL_MS)
+                               poll_interval_ms=self.poll_interval_ms)
             await stop.wait()
         finally:
             try:
@@ -124,7 +125,9 @@ class Awa:
     kind = "worker"
     package = "awa-pg"
     caps = Capabilities(batch_knob="claim_batch_size",
-                        extra_connections=POOL_EXTRA + 1)  # the runtime's pool beyond C, and the producer's connection
+                        extra_connections=POOL_EXTRA + 1,  # the runtime's pool beyond C, and the producer's connection
+                        settable={"poll_interval_ms": f"start(poll_interval_ms=): the dispatcher's poll beside its "
+                                                      f"LISTEN (default {POLL_INTERVAL_MS}; integer 1 to 60000)"})
     summary = ("awa: insert_many_copy; one runtime, start([{max_workers: C, claim_batch_size: B}]) "
                "on queue storage; claims min(B, free workers) per query")
     tables = tuple(f"{SCHEMA}.{t}" for t in (  # partitioned rings: ready jobs, claims, completions
@@ -136,6 +139,19 @@ class Awa:
         "queue_claimer_state", "queue_meta", "queue_descriptors", "job_kind_descriptors", "runtime_instances",
         "runtime_storage_backends", "storage_transition_state", "schema_version"))
 
+    def __init__(self, given: dict[str, Any] | None = None) -> None:
+        self.poll_interval_ms = int((given or {}).get("poll_interval_ms", POLL_INTERVAL_MS))
+
+    @staticmethod
+    def setting_refusal(given: dict[str, Any]) -> str | None:
+        value = number_of(given.get("poll_interval_ms", POLL_INTERVAL_MS))
+        if value is None or value != int(value) or not 1 <= value <= 60_000:
+            return f"poll_interval_ms must be an integer from 1 to 60000, not {given.get('poll_interval_ms')!r}"
+        return None
+
+    def applied(self) -> dict[str, int]:
+        return {"poll_interval_ms": self.poll_interval_ms} if self.poll_interval_ms != POLL_INTERVAL_MS else {}
+
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
         claim = batch or DEFAULT_CLAIM_BATCH
         return {
@@ -143,7 +159,7 @@ class Awa:
             "claim_batch_size": claim,
             "claim_per_query_max": min(claim, concurrency),
             "claimers": 1,
-            "poll_interval_ms": POLL_INTERVAL_MS,
+            "poll_interval_ms": self.poll_interval_ms,
             "listen_notify": "on (awa has no switch)",
             "deadline_duration_ms": DEADLINE_MS,
             "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
@@ -155,7 +171,7 @@ class Awa:
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        session = Session(target)
+        session = Session(target, self.poll_interval_ms)
         try:
             yield session
         finally:

@@ -201,6 +201,12 @@ class JsonLinesSystem:
     ran_with: ClassVar[dict[str, Any]] = {}  # the settings its last `work` reply gave, as numbers
     handled_sync: bool = False  # BENCH_HANDLED_SYNC: each job's report written before its handler returns
 
+    def __init__(self, given: dict[str, Any] | None = None) -> None:
+        """`given` BENCH_SETTINGS over the class's (a `-fast` entry's): its keys are checked against the
+        manifest by queues.get, its values by the adapter when it starts."""
+        if given:
+            self.overrides = {**type(self).overrides, **given}
+
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
         """What bounds its throughput: the last `work` reply's numbers, else its hello's description
         (known once an adapter of it has run)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from benchlib.studies import capacity, chaos, drain, durability, enqueue, xmin_horizon
+from benchlib.studies import capacity, chaos, drain, durability, enqueue, tuning, xmin_horizon
 
 STUDIES: dict[str, ModuleType] = {"drain": drain, "xmin_horizon": xmin_horizon, "durability": durability,
-                                   "capacity": capacity, "enqueue": enqueue, "chaos": chaos}
+                                   "capacity": capacity, "enqueue": enqueue, "chaos": chaos, "tuning": tuning}

@@ -1,0 +1,175 @@
+"""The tuning study's reading of its rows: per system, its default against its best configuration.
+
+Pure over the published tables (tested on fakes). A system's **default** is its probe at the
+library's own settings and the capacity study's concurrency (`default_concurrency`, 4); its
+**best** the clean probe with the highest rate; its **capacity** the confirmed bracket of that
+configuration over the rounds. Ratios compare probes only (same measure, same host, one run):
+the capacity of the default configuration is the capacity study's, on its own host.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
+from benchlib.studies.tuning.measure import WARMUP, best_probe, clean
+from benchlib.tables import Table, fmt
+
+EDGE = "the largest concurrency searched"
+
+
+def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
+    """The sweep summary's accounting over probes and capacity steps: lost over the reconciled ones
+    (`unchecked`: those whose rest did not drain in time, never a zero), duplicates over all, and
+    failed probes, steps and cells."""
+    probes, steps, results = (tables.get(t) for t in ("probes", "steps", "results"))
+    out = {"lost": 0, "duplicates": 0, "failed": 0, "unchecked": 0}
+    for df in (probes, None if steps is None or not steps.height else with_reconciled(steps)):
+        if df is None or not df.height:
+            continue
+        done = df["reconciled"].fill_null(False)
+        out["lost"] += int(df.filter(done)["lost"].fill_null(0).sum())
+        out["duplicates"] += int(df["duplicates"].fill_null(0).sum())
+        out["failed"] += int(df["error"].is_not_null().sum())
+        out["unchecked"] += int((~done & df["error"].is_null()).sum())
+    if results is not None:
+        out["failed"] += int(results["error"].is_not_null().sum())
+    return out
+
+
+def probes_of(probes: pl.DataFrame, system: str) -> list[dict[str, Any]]:
+    return [r for r in probes.filter(pl.col("system") == system).to_dicts() if r["purpose"] != WARMUP]
+
+
+def default_probe(rows: list[dict[str, Any]], concurrency: int) -> dict[str, Any] | None:
+    """The probe at the library's own settings and the capacity study's concurrency (clean or not)."""
+    return next((r for r in rows if r["variant"] == "default" and r["consumers"] == concurrency), None)
+
+
+def gains(probes: pl.DataFrame, default_concurrency: int) -> dict[str, float]:
+    """Per system: its best clean probe's rate / its clean default probe's."""
+    out = {}
+    for system in probes["system"].unique(maintain_order=True).to_list():
+        rows = probes_of(probes, system)
+        best, default = best_probe(rows), default_probe(rows, default_concurrency)
+        if best and default and clean(default):
+            out[system] = best["rate_jobs_s"] / default["rate_jobs_s"]
+    return out
+
+
+def diff(row: dict[str, Any], kind: str) -> str:
+    """The best configuration as what differs from the library's defaults."""
+    parts = [f"{'consumers' if kind == 'pull' else 'concurrency'} {row['consumers']}"]
+    if row["batch"] is not None and not (kind == "pull" and row["batch"] == 1):
+        parts.append(f"{'batch' if kind == 'pull' else 'fetch'} {row['batch']}")
+    parts += [f"{k} {v}" for k, v in sorted(json.loads(row["settings_given"] or "{}").items())]
+    return ", ".join(parts)
+
+
+def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: int) -> list[dict[str, Any]]:
+    """One dict per system, in the order it ran: its default and best probes, the spread of its
+    clean probes, its best configuration's capacity over the rounds, and the flags a reader needs
+    (best at the grid's edge, at its settings' ceiling, probes that did not count)."""
+    out = []
+    for system in results["system"].unique(maintain_order=True).to_list():
+        rows = probes_of(probes, system)
+        mine = results.filter(pl.col("system") == system).sort("round")
+        kind = mine["kind"][0]
+        best = best_probe(rows)
+        default = default_probe(rows, default_concurrency)
+        ok = [r["rate_jobs_s"] for r in rows if clean(r)]
+        ran = mine.filter(pl.col("error").is_null())
+        passed = [v for v in ran["passed"].to_list() if v is not None]
+        cap = ceiling(best["settings"]) if best else None
+        out.append({
+            "system": system, "kind": kind,
+            "error": None if ran.height else mine["error"][0],
+            "default_jobs_s": default["rate_jobs_s"] if default and clean(default) else None,
+            "default_clean": bool(default and clean(default)),
+            "best": best, "best_jobs_s": best["rate_jobs_s"] if best else None,
+            "gain": best["rate_jobs_s"] / default["rate_jobs_s"] if best and default and clean(default) else None,
+            "diff": diff(best, kind) if best else None,
+            "spread": (min(ok), max(ok)) if ok else None,
+            "probes": len(rows), "unclean": len(rows) - len(ok),
+            "starved": bool(best and (best.get("starved_share") or 0) > 0.1),
+            "capacity": (min(passed), max(passed)) if passed else None,
+            "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
+            "edge": bool(best and best["consumers"] == max(r["consumers"] for r in rows)),
+            "ceiling": cap, "at_ceiling": bool(cap and passed and max(passed) >= CEILING_NEAR * cap),
+        })
+    return out
+
+
+def _range(pair: tuple[float, float] | None) -> str:
+    if pair is None:
+        return "–"
+    lo, hi = pair
+    return fmt(lo) if round(lo) == round(hi) else f"{fmt(lo)} – {fmt(hi)}"
+
+
+def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
+    """The page's main table: per system, default and best probe, the best's capacity and flags."""
+    out = []
+    for r in rows:
+        flags = [f for f, on in ((EDGE, r["edge"]), ("its settings' ceiling", r["at_ceiling"]),
+                                 ("producer-bound probe", r["starved"])) if on]
+        out.append({
+            "system": r["system"],
+            f"default (C={default_concurrency}), jobs/s": fmt(r["default_jobs_s"]) if r["default_jobs_s"] else "–",
+            "best probe, jobs/s": fmt(r["best_jobs_s"]) if r["best_jobs_s"] else "–",
+            "gain": f"{r['gain']:.1f}×" if r["gain"] else "–",
+            "best settings (vs defaults)": r["diff"] or (r["error"] or "–"),
+            "capacity at best, jobs/s": _range(r["capacity"]),
+            "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] else "–",
+            "spread of probes, jobs/s": _range(r["spread"]),
+            "flags": "; ".join(flags) or "–",
+        })
+    return Table(out)
+
+
+def probe_grid(probes: pl.DataFrame) -> pl.DataFrame:
+    """Every counted probe: system, variant, concurrency, rate (for the chart and the notebook)."""
+    rows = [r for r in probes.to_dicts() if r["purpose"] != WARMUP]
+    return pl.DataFrame([{"system": r["system"], "variant": r["variant"], "consumers": r["consumers"],
+                          "batch": r["batch"], "rate_jobs_s": r["rate_jobs_s"] if clean(r) else None,
+                          "clean": clean(r), "error": r["error"]} for r in rows],
+                        schema={"system": pl.String, "variant": pl.String, "consumers": pl.Int64, "batch": pl.Int64,
+                                "rate_jobs_s": pl.Float64, "clean": pl.Boolean, "error": pl.String})
+
+
+def not_counted(probes: pl.DataFrame) -> list[dict[str, Any]]:
+    """Probes whose rate does not count, with why: an error, a drain that did not finish, a loss."""
+    out = []
+    for r in probes.to_dicts():
+        if r["purpose"] == WARMUP or clean(r):
+            continue
+        why = r["error"] or ("its rest did not drain in time" if not r["reconciled"] else
+                             f"{r['lost']} lost" if r["lost"] else f"{r['duplicates']} handled twice"
+                             if r["duplicates"] else "no job handled in its window")
+        out.append({"system": r["system"], "variant": r["variant"], "consumers": r["consumers"], "why": why})
+    return out
+
+
+PUBLISHED = Path(__file__).with_name("published.yaml")
+
+
+def published() -> dict[str, Any]:
+    """The published cross-system run's figures (published.yaml): source, setup, peaks."""
+    return yaml.safe_load(PUBLISHED.read_text())["hardbyte"]
+
+
+def beside_published(rows: list[dict[str, Any]], theirs: dict[str, Any]) -> list[dict[str, str]]:
+    """Per system both runs have: their peak and its W beside our best probe and tuned capacity."""
+    out = []
+    for r in rows:
+        peak = theirs["peaks"].get(r["system"])
+        if peak is None or r["best"] is None:
+            continue
+        out.append({"system": r["system"], "their peak, jobs/s": fmt(peak["jobs_s"]), "at W": str(peak["workers"]),
+                    "our best probe, jobs/s": fmt(r["best_jobs_s"]), "at C": str(r["best"]["consumers"]),
+                    "our capacity there, jobs/s": _range(r["capacity"])})
+    return out

@@ -1,0 +1,110 @@
+"""The tuning study's part of the report: its findings, scorecard column and page."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from benchlib import features
+from benchlib.findings import Finding, Ratio, sig
+from benchlib.tables import plural
+from benchlib.studies.tuning import analysis, charts
+
+TITLE = "Tuning: each system at its best configuration"
+PLACE = 1.5  # beside capacity: what a system does configured as its users configure it
+QUESTION = "What does each system keep up with at the settings that serve it best, and how much do they matter?"
+KEY_CHART = "tuning_probes"
+BEST = "tuned capacity, jobs/s"
+
+
+def _params(manifests: list[dict]) -> dict[str, Any]:
+    return (manifests[0].get("params") or {}) if manifests else {}
+
+
+def _summary(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[dict[str, Any]]:
+    return analysis.summary(tables["probes"], tables["results"], _params(manifests).get("default_concurrency", 4))
+
+
+def _capacity(r: dict[str, Any]) -> str:
+    if r["capacity"] is None:
+        return "–"
+    lo, hi = r["capacity"]
+    return sig(lo) if sig(lo) == sig(hi) else f"{sig(lo)}–{sig(hi)}"
+
+
+def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
+    """A system's capacity at its best configuration over the rounds, its gain over its defaults beside."""
+    return {r["system"]: {BEST: _capacity(r) + (f" ({sig(r['gain'])}× defaults)" if r["gain"] else "")
+                          + (" †" if r["edge"] else "")}
+            for r in _summary(tables, manifests)}
+
+
+def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
+    """How much tuning gains, the fastest product tuned, and whose best lies at the grid's edge."""
+    rows = [r for r in _summary(tables, manifests) if r["best"] is not None]
+    products = [r for r in rows if features.is_product(r["system"])]
+    if not products:
+        return []
+    out = []
+    gained = sorted((r for r in products if r["gain"]), key=lambda r: -r["gain"])
+    if gained:
+        top = gained[0]
+        out.append(Finding("tuning", "At its best settings each product ran {span} its rate at defaults and 4 consumers; "
+                           "{top} gained most, {gain} ({diff}).",
+                           {"span": (Ratio(min(r["gain"] for r in gained)), Ratio(max(r["gain"] for r in gained))),
+                            "top": top["system"], "gain": Ratio(top["gain"]), "diff": top["diff"]},
+                           interval="one probe window per configuration",
+                           cells=tuple(f"postgres/{r['system']}" for r in gained)))
+    held = sorted((r for r in products if r["capacity"]), key=lambda r: -r["capacity"][0])
+    if held:
+        top = held[0]
+        out.append(Finding("tuning", "Tuned, {top} kept up with {cap} jobs/s ({diff}), the most of any product.",
+                           {"top": top["system"], "cap": _capacity(top), "diff": top["diff"]},
+                           interval=f"lowest to highest of {plural(top['rounds'], 'round')}",
+                           cells=(f"postgres/{top['system']}",)))
+    edge = [r["system"] for r in products if r["edge"]]
+    if edge:
+        concurrency = max(_params(manifests).get("concurrency") or [0])
+        out.append(Finding("tuning", "{n} ran best at the largest concurrency searched ({c}), so more may serve "
+                           "them: {names}.", {"n": plural(len(edge), "product"), "c": concurrency,
+                                              "names": ", ".join(edge)}))
+    return out
+
+
+def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
+    p = _params(manifests)
+    if not p:
+        return None
+    return (f"Each configuration is one probe window of {sig(p['probe_s'])} s, so a probe has no spread of its own; "
+            f"the best configuration's capacity is confirmed in {plural(p['rounds'], 'round')}, whose lowest and "
+            "highest the table gives.")
+
+
+def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
+            other: Callable[..., dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
+    p = _params(manifests)
+    dc = p.get("default_concurrency", 4)
+    rows = _summary(tables, manifests)
+    sources = {}
+    for r in tables["results"].filter(pl.col("round") == 0).to_dicts():
+        if r.get("tuned_as"):
+            sources[r["system"]] = json.loads(r["tuned_as"])["source"]
+    server = (manifests[0].get("server") or {}) if manifests else {}
+    published = analysis.published()
+    return {
+        "figures": {name: figure(name, make(tables["probes"], dc)) for name, make in charts.CHARTS.items()},
+        "table": analysis.table(rows, dc).markdown(),
+        "params": p,
+        "default_concurrency": dc,
+        "sources": sources,
+        "max_connections": (server.get("settings_non_default") or {}).get("max_connections"),
+        "published": published,
+        "beside": analysis.beside_published(rows, published),
+        "not_counted": analysis.not_counted(tables["probes"]),
+        "errors": [r for r in rows if r["error"]],
+        "edge": any(r["edge"] for r in rows),
+    }

@@ -118,16 +118,14 @@ def missing_build(name: str, backend: str) -> str | None:
     return cls.missing_build(backend) if hasattr(cls, "missing_build") else None
 
 
-def settings_refusal(name: str, given: dict[str, Any]) -> str | None:
-    """Why `given` settings are refused for system `name`, in one line naming the key, or None: only
-    the keys it declares in `caps.settable`, with values its `setting_refusal` accepts (an adapter
-    checks its values itself, when it starts)."""
+def settings_refusal(name: str, given: dict[str, Any], who: str | None = None) -> str | None:
+    """Why `given` settings are refused for system `name` (`who` in the message: the system, or its
+    process), in one line naming the key, or None: only the keys it declares in `caps.settable`,
+    with values its `setting_refusal` accepts (an adapter checks its values itself, when it starts)."""
     cls = QUEUES[name]
-    takes = cls.caps.settable
+    takes, who = cls.caps.settable, who or name
     if unknown := sorted(set(given) - set(takes)):
-        if not takes:
-            return f"unknown setting {unknown[0]!r}: {name} takes no settings"
-        return f"unknown setting {unknown[0]!r}: {name} takes {', '.join(takes)}"
+        return f"unknown key {unknown[0]!r}; {who} takes {', '.join(takes) if takes else 'no settings'}"
     check = getattr(cls, "setting_refusal", None)  # the values: the system's own rules
     return check(given) if given and check is not None else None
 

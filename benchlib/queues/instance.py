@@ -159,13 +159,10 @@ def refusal(name: str, raw: str | None, cls: type | None = None) -> str | None:
         return f"BENCH_SETTINGS is not JSON: {err}"
     if not isinstance(given, dict):
         return "BENCH_SETTINGS must be a JSON object"
-    takes = cls.caps.settable if cls is not None else {}
-    if unknown := sorted(set(given) - set(takes)):
-        if not takes:
-            return f"BENCH_SETTINGS: unknown key {unknown[0]!r}; the {name} process takes no settings (only {{}})"
-        return f"BENCH_SETTINGS: unknown key {unknown[0]!r}; the {name} process takes {', '.join(takes)}"
-    check = getattr(cls, "setting_refusal", None)  # the values: the system's own rules
-    return check(given) if given and check is not None else None
+    if cls is None:
+        return f"BENCH_SETTINGS: the {name} process takes no settings (only {{}})" if given else None
+    why = queues.settings_refusal(name, given, f"the {name} process")
+    return None if why is None else f"BENCH_SETTINGS: {why}"
 
 
 def applied(system: Any) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The tuning study's reading of its rows: per system, its default against its best configuration.
 
-Pure over the published tables (tested on fakes). A system's **default** is its probe at the
-library's own settings and the capacity study's concurrency (`default_concurrency`, 4); its
-**best** the clean probe with the highest rate; its **capacity** the confirmed bracket of that
-configuration over the rounds. Ratios compare probes only (same measure, same host, one run):
-the capacity of the default configuration is the capacity study's, on its own host.
+Pure over the published tables (tested on fakes). A system's **default** configuration is the
+library's own settings at the capacity study's concurrency (`default_concurrency`, 4); its **best**
+the clean probe with the highest rate. Both configurations' capacities are measured in the same
+run (the best's over every round, the default's in round 0), so default against best compares
+cells that differ in their configuration only. A probe ranks configurations at saturation; where
+the best probe's configuration held less than the default under the capacity criteria, the
+*tuned* capacity is the default's, and the table says so.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import polars as pl
 import yaml
 
 from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
-from benchlib.studies.tuning.measure import WARMUP, best_probe, clean
+from benchlib.studies.tuning.measure import best_probe, clean, counted, default_probe
 from benchlib.tables import Table, fmt
 
 EDGE = "the largest concurrency searched"
@@ -42,12 +44,8 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
 
 
 def probes_of(probes: pl.DataFrame, system: str) -> list[dict[str, Any]]:
-    return [r for r in probes.filter(pl.col("system") == system).to_dicts() if r["purpose"] != WARMUP]
-
-
-def default_probe(rows: list[dict[str, Any]], concurrency: int) -> dict[str, Any] | None:
-    """The probe at the library's own settings and the capacity study's concurrency (clean or not)."""
-    return next((r for r in rows if r["variant"] == "default" and r["consumers"] == concurrency), None)
+    """A system's counted probes (measure.counted: not the discarded first; a configuration's last)."""
+    return counted(probes.filter(pl.col("system") == system).to_dicts())
 
 
 def gains(probes: pl.DataFrame, default_concurrency: int) -> dict[str, float]:
@@ -70,10 +68,15 @@ def diff(row: dict[str, Any], kind: str) -> str:
     return ", ".join(parts)
 
 
+def _capacity(rows: pl.DataFrame) -> tuple[float, float] | None:
+    passed = [v for v in rows.filter(pl.col("error").is_null())["passed"].to_list() if v is not None]
+    return (min(passed), max(passed)) if passed else None
+
+
 def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: int) -> list[dict[str, Any]]:
-    """One dict per system, in the order it ran: its default and best probes, the spread of its
-    clean probes, its best configuration's capacity over the rounds, and the flags a reader needs
-    (best at the grid's edge, at its settings' ceiling, probes that did not count)."""
+    """One dict per system, in the order it ran: its default and best probes and their capacities,
+    which configuration held more (`tuned`), the spread of its counted probes, and the flags a reader
+    needs (best at the grid's edge, at its settings' ceiling)."""
     out = []
     for system in results["system"].unique(maintain_order=True).to_list():
         rows = probes_of(probes, system)
@@ -82,24 +85,29 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
         best = best_probe(rows)
         default = default_probe(rows, default_concurrency)
         ok = [r["rate_jobs_s"] for r in rows if clean(r)]
-        ran = mine.filter(pl.col("error").is_null())
-        passed = [v for v in ran["passed"].to_list() if v is not None]
+        roles = mine["role"].fill_null("best") if "role" in mine.columns else pl.Series(["best"] * mine.height)
+        best_rows, default_rows = mine.filter(roles == "best"), mine.filter(roles == "default")
+        best_cap = _capacity(best_rows)
+        same = best is not None and default is not None and best is default
+        default_cap = best_cap if same else _capacity(default_rows)
+        ran = best_rows.filter(pl.col("error").is_null())
         cap = ceiling(best["settings"]) if best else None
+        default_wins = bool(best_cap and default_cap and not same and default_cap[0] > best_cap[0])
         out.append({
             "system": system, "kind": kind,
             "error": None if ran.height else mine["error"][0],
             "default_jobs_s": default["rate_jobs_s"] if default and clean(default) else None,
-            "default_clean": bool(default and clean(default)),
             "best": best, "best_jobs_s": best["rate_jobs_s"] if best else None,
             "gain": best["rate_jobs_s"] / default["rate_jobs_s"] if best and default and clean(default) else None,
             "diff": diff(best, kind) if best else None,
             "spread": (min(ok), max(ok)) if ok else None,
             "probes": len(rows), "unclean": len(rows) - len(ok),
-            "starved": bool(best and (best.get("starved_share") or 0) > 0.1),
-            "capacity": (min(passed), max(passed)) if passed else None,
+            "capacity": best_cap, "default_capacity": default_cap, "default_wins": default_wins,
+            "tuned": default_cap if default_wins else best_cap,
+            "capacity_gain": (best_cap[0] / default_cap[0]) if best_cap and default_cap and not same else None,
             "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
             "edge": bool(best and best["consumers"] == max(r["consumers"] for r in rows)),
-            "ceiling": cap, "at_ceiling": bool(cap and passed and max(passed) >= CEILING_NEAR * cap),
+            "ceiling": cap, "at_ceiling": bool(cap and best_cap and best_cap[1] >= CEILING_NEAR * cap),
         })
     return out
 
@@ -112,20 +120,21 @@ def _range(pair: tuple[float, float] | None) -> str:
 
 
 def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
-    """The page's main table: per system, default and best probe, the best's capacity and flags."""
+    """The page's main table: per system, its default and best configurations, probed and held."""
     out = []
     for r in rows:
         flags = [f for f, on in ((EDGE, r["edge"]), ("its settings' ceiling", r["at_ceiling"]),
-                                 ("producer-bound probe", r["starved"])) if on]
+                                 ("held less than its defaults", r["default_wins"])) if on]
         out.append({
             "system": r["system"],
-            f"default (C={default_concurrency}), jobs/s": fmt(r["default_jobs_s"]) if r["default_jobs_s"] else "–",
-            "best probe, jobs/s": fmt(r["best_jobs_s"]) if r["best_jobs_s"] else "–",
-            "gain": f"{r['gain']:.1f}×" if r["gain"] else "–",
-            "best settings (vs defaults)": r["diff"] or (r["error"] or "–"),
-            "capacity at best, jobs/s": _range(r["capacity"]),
+            f"defaults (C={default_concurrency}): probe": fmt(r["default_jobs_s"]) if r["default_jobs_s"] else "–",
+            "defaults: held": _range(r["default_capacity"]),
+            "best probe": fmt(r["best_jobs_s"]) if r["best_jobs_s"] else "–",
+            "best probe's settings (vs defaults)": r["diff"] or (r["error"] or "–"),
+            "best: held": _range(r["capacity"]),
             "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] else "–",
-            "spread of probes, jobs/s": _range(r["spread"]),
+            "probe gain": f"{r['gain']:.1f}×" if r["gain"] else "–",
+            "spread of probes": _range(r["spread"]),
             "flags": "; ".join(flags) or "–",
         })
     return Table(out)
@@ -133,7 +142,7 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
 
 def probe_grid(probes: pl.DataFrame) -> pl.DataFrame:
     """Every counted probe: system, variant, concurrency, rate (for the chart and the notebook)."""
-    rows = [r for r in probes.to_dicts() if r["purpose"] != WARMUP]
+    rows = counted(probes.to_dicts())
     return pl.DataFrame([{"system": r["system"], "variant": r["variant"], "consumers": r["consumers"],
                           "batch": r["batch"], "rate_jobs_s": r["rate_jobs_s"] if clean(r) else None,
                           "clean": clean(r), "error": r["error"]} for r in rows],
@@ -144,8 +153,8 @@ def probe_grid(probes: pl.DataFrame) -> pl.DataFrame:
 def not_counted(probes: pl.DataFrame) -> list[dict[str, Any]]:
     """Probes whose rate does not count, with why: an error, a drain that did not finish, a loss."""
     out = []
-    for r in probes.to_dicts():
-        if r["purpose"] == WARMUP or clean(r):
+    for r in counted(probes.to_dicts()):
+        if clean(r):
             continue
         why = r["error"] or ("its rest did not drain in time" if not r["reconciled"] else
                              f"{r['lost']} lost" if r["lost"] else f"{r['duplicates']} handled twice"

@@ -5,14 +5,16 @@ fetch cooldown) and pg-boss (a 2 s poll) cap themselves at tens of jobs/s and aw
 4 jobs at a time. A reader choosing a queue asks what it does configured as its users configure
 it. Here (METHOD.md, "tuning"):
 
-A **probe** measures one configuration quickly: the system installed anew; its consumers (pull:
-the harness's connections; worker: the library's in-flight jobs) at the configuration's settings
-and fetch size; a producer in the harness's process keeping the unhandled backlog at `depth_s`
-seconds of the rate it sees (at least `min_depth` jobs), so the consumers never wait for work and
-the backlog stays small enough to drain; a warm-up, then a window whose first handlings per
-second are the probe's rate. The producer stops, the rest drains within `drain_timeout_s`, and
-every job is reconciled by id (lost, handled twice). Looks at the backlog every 0.1 s say whether
-the consumers ever found it empty (`starved_share`): then the producer, not the system, set the rate.
+A **probe** measures one configuration quickly, as a drain: the system installed anew; a backlog
+enqueued before its consumers start (pull: the harness's connections; worker: the library's
+in-flight jobs) at the configuration's settings and fetch size, sized to last the warm-up and the
+window at `backlog_margin` x the rate expected (the highest this system showed so far; at first
+`first_rate`); a warm-up, then a window whose first handlings per second are the probe's rate.
+Nothing is enqueued while the window runs, so no producer shares the harness's process or the
+cores with the consumers. The window ends early where the backlog is nearly gone (a tenth left):
+then, if it lasted under half its time, the probe runs again once with a backlog sized from the
+rate it saw. The rest drains within `drain_timeout_s` (or as long as the rate seen says it needs,
+up to 4 x that) and every job is reconciled by id (lost, handled twice).
 
 The **grid** of a system: every `concurrency` x its variants, "default" (the library's own settings
 and fetch size; a pull design one job per dequeue) and "tuned" (queues/documented.yaml: the values
@@ -55,9 +57,10 @@ STUDY = "tuning"
 AXES = ("systems",)
 VARIANTS = ("default", "tuned")
 WARMUP = "warmup"  # a probe run once before a system's first, discarded
-LOOK_S = 0.1  # how often a probe looks at its backlog
-FILL_PAUSE_S = 0.01  # the producer's pause when the backlog is deep enough
-MAX_CHUNK = 1_000  # jobs per enqueue call of the probe's producer
+LOOK_S = 0.05  # how often a probe looks at its backlog
+MAX_CHUNK = 5_000  # jobs per enqueue call of a probe's backlog
+DRY_SHARE = 0.1  # a window ends where this share of the backlog is left: the consumers may run short
+SHORT_SHARE = 0.5  # a window the backlog cut below this share of probe_s runs again, with a larger backlog
 CONNECTION_MARGIN = 48  # beyond the largest concurrency: a library's pool spares, LISTENs, producers, the harness's
 
 
@@ -70,10 +73,12 @@ class Params:
     default_concurrency: int = 4  # the capacity study's: the "default configuration" the report compares with
     probe_warmup_s: float = 1.0
     probe_s: float = 2.0
-    depth_s: float = 1.0  # the backlog a probe's producer keeps: this many seconds of the rate it sees
-    min_depth: int = 20
-    max_depth: int = 50_000
+    backlog_margin: float = 1.5  # a probe's backlog lasts its warm-up and window at this many times the expected rate
+    first_rate: float = 1_000.0  # the rate a system's first probe expects (jobs/s)
+    min_backlog: int = 20
+    max_backlog: int = 100_000
     start_share: float = 0.6  # the search starts at this share of the best probe's rate
+    default_capacity: bool = True  # round 0 also searches the default configuration's capacity, where it is not the best
     warmup_s: float = 1.0  # the capacity steps': warm-up, window, confirmation, precision (capacity.Params)
     window_s: float = 5.0
     confirm_factor: float = 2.0
@@ -95,10 +100,12 @@ class Params:
             "default_concurrency": check.positive_int("default_concurrency", self.default_concurrency),
             "probe_warmup_s": check.positive_float("probe_warmup_s", self.probe_warmup_s),
             "probe_s": check.positive_float("probe_s", self.probe_s),
-            "depth_s": check.positive_float("depth_s", self.depth_s),
-            "min_depth": check.positive_int("min_depth", self.min_depth),
-            "max_depth": check.positive_int("max_depth", self.max_depth),
+            "backlog_margin": check.positive_float("backlog_margin", self.backlog_margin),
+            "first_rate": check.positive_float("first_rate", self.first_rate),
+            "min_backlog": check.positive_int("min_backlog", self.min_backlog),
+            "max_backlog": check.positive_int("max_backlog", self.max_backlog),
             "start_share": check.positive_float("start_share", self.start_share),
+            "default_capacity": bool(self.default_capacity),
             "rounds": check.positive_int("rounds", self.rounds),
             "max_steps": check.positive_int("max_steps", self.max_steps),
             "producers": check.positive_int("producers", self.producers),
@@ -107,8 +114,8 @@ class Params:
         if fixed["default_concurrency"] not in fixed["concurrency"]:
             raise BenchError(f"default_concurrency ({fixed['default_concurrency']}) must be one of concurrency "
                              f"({', '.join(map(str, fixed['concurrency']))}): the report compares with it")
-        if fixed["min_depth"] > fixed["max_depth"]:
-            raise BenchError(f"min_depth ({fixed['min_depth']}) is above max_depth ({fixed['max_depth']})")
+        if fixed["min_backlog"] > fixed["max_backlog"]:
+            raise BenchError(f"min_backlog ({fixed['min_backlog']}) is above max_backlog ({fixed['max_backlog']})")
         if fixed["start_share"] >= 1:
             raise BenchError(f"start_share must be under 1 (a share of the probe's rate), not {fixed['start_share']:g}")
         if "max_connections" in fixed["settings"]:
@@ -166,49 +173,40 @@ def clean(row: dict[str, Any]) -> bool:
             and row.get("duplicates") == 0 and (row.get("rate_jobs_s") or 0) > 0)
 
 
+def counted(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The probes whose rate stands for their configuration: not the discarded first, and of a
+    configuration probed twice (its backlog ran out too soon) the second."""
+    last: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r.get("purpose") != WARMUP:
+            last[(r["system"] if "system" in r else None, r["variant"], r["consumers"])] = r
+    return list(last.values())
+
+
 def best_probe(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The clean probe with the highest rate (the lower concurrency on a tie), or None."""
-    ok = [r for r in rows if r.get("purpose") != WARMUP and clean(r)]
+    """The clean counted probe with the highest rate (the lower concurrency on a tie), or None."""
+    ok = [r for r in counted(rows) if clean(r)]
     return max(ok, key=lambda r: (r["rate_jobs_s"], -r["consumers"])) if ok else None
 
 
 # --- one probe -------------------------------------------------------------------------------
 
-class _Backlog:
-    """What the probe's producer and looks need, kept as counts (a ledger's sums are O(calls))."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
-        self.acked = 0
-
-    @property
-    def waiting(self) -> int:
-        return self.acked - self.ledger.distinct
-
-
-async def _fill(enqueue: Callable[[Sequence[str]], Any], backlog: _Backlog, n: int) -> None:
-    first = backlog.ledger.reserve(n)
-    ids = await enqueue([pacing.payload(first + i) for i in range(n)])
-    backlog.ledger.enqueued(first, ids, now_ns())
-    backlog.acked += len(ids)
+async def _fill(enqueue: Callable[[Sequence[str]], Any], ledger: Ledger, n: int) -> int:
+    """Enqueue n jobs in calls of at most MAX_CHUNK; how many the system acknowledged."""
+    acked = 0
+    while acked < n:
+        k = min(MAX_CHUNK, n - acked)
+        first = ledger.reserve(k)
+        ids = await enqueue([pacing.payload(first + i) for i in range(k)])
+        ledger.enqueued(first, ids, now_ns())
+        acked += len(ids)
+    return acked
 
 
-async def _keep_full(enqueue: Callable[[Sequence[str]], Any], backlog: _Backlog, p: Params,
-                     stop: asyncio.Event) -> None:
-    """Top the backlog up to `depth_s` seconds of the rate handled over the last half second."""
-    seen: list[tuple[int, int]] = [(now_ns(), backlog.ledger.distinct)]
-    while not stop.is_set():
-        now, done = now_ns(), backlog.ledger.distinct
-        seen.append((now, done))
-        while len(seen) > 2 and now - seen[1][0] > 5e8:
-            seen.pop(0)
-        t0, d0 = seen[0]
-        rate = (done - d0) / max((now - t0) / 1e9, 1e-3)
-        depth = min(p.max_depth, max(p.min_depth, math.ceil(p.depth_s * rate)))
-        if (short := depth - backlog.waiting) > 0:
-            await _fill(enqueue, backlog, min(short, MAX_CHUNK))
-        else:
-            await asyncio.sleep(FILL_PAUSE_S)
+def backlog_for(p: Params, expected: float) -> int:
+    """The jobs a probe enqueues: its warm-up and window at backlog_margin x the expected rate."""
+    want = math.ceil(expected * (p.probe_warmup_s + p.probe_s) * p.backlog_margin)
+    return min(p.max_backlog, max(p.min_backlog, want))
 
 
 def _raise_failed(tasks: Sequence[asyncio.Task]) -> None:
@@ -217,58 +215,60 @@ def _raise_failed(tasks: Sequence[asyncio.Task]) -> None:
             raise t.exception()
 
 
-async def probe(target: Any, system: Any, config: Config, p: Params) -> dict[str, Any]:
+async def probe(target: Any, system: Any, config: Config, p: Params, expected: float) -> dict[str, Any]:
     """One configuration's rate at saturation (the module's docstring says how)."""
-    worker = system.kind == "worker"
-    ledger = Ledger(by_seq=worker)
-    backlog = _Backlog(ledger)
+    ledger = Ledger(by_seq=system.kind == "worker")
     consumers = InProcess(system, target, config.concurrency, config.batch, drivers.worker_handler(ledger),
                           sink=ledger, kind=system.kind)
-    stop_filling = asyncio.Event()
-    filler: asyncio.Task | None = None
-    looks: list[int] = []
+    backlog = backlog_for(p, expected)
+    dry_at: int | None = None
     try:
         await consumers.install()
+        acked = await _fill((await consumers.enqueuers(1))[0], ledger, backlog)
         await run_sql(target, "VACUUM ANALYZE", "CHECKPOINT")
-        enqueue = (await consumers.enqueuers(1))[0]
-        await _fill(enqueue, backlog, p.min_depth)  # work waiting before the consumers start
+        floor = DRY_SHARE * acked
         await consumers.start_all()
-        filler = asyncio.create_task(_keep_full(enqueue, backlog, p, stop_filling))
-        watched = [filler, *consumers.tasks]
-        warm_end = now_ns() + int(p.probe_warmup_s * 1e9)
-        while now_ns() < warm_end:
-            await asyncio.sleep(LOOK_S)
-            _raise_failed(watched)
-        start = now_ns()
+        began = now_ns()
+        start = began + int(p.probe_warmup_s * 1e9)
         end = start + int(p.probe_s * 1e9)
         while now_ns() < end:
             await asyncio.sleep(LOOK_S)
-            _raise_failed(watched)
-            looks.append(backlog.waiting)
-        end = now_ns()
-        stop_filling.set()
-        await filler
-        deadline = now_ns() + int(p.drain_timeout_s * 1e9)
-        while backlog.waiting > 0 and now_ns() < deadline:
+            _raise_failed(consumers.tasks)
+            if acked - ledger.distinct <= floor:
+                dry_at = now_ns()
+                break
+        end = min(end, now_ns())
+        seen = ledger.distinct / max((now_ns() - began) / 1e9, 1e-3)  # since the consumers started
+        deadline = now_ns() + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9)
+        while ledger.distinct < acked and now_ns() < deadline:
             await asyncio.sleep(LOOK_S)
             _raise_failed(consumers.tasks)
-        drained = backlog.waiting <= 0
+        drained = ledger.distinct >= acked
     finally:
-        stop_filling.set()
-        if filler is not None and not filler.done():
-            filler.cancel()
-            await asyncio.gather(filler, return_exceptions=True)
         await consumers.close()
     rec = ledger.reconcile()
+    seconds = max(0.0, (end - start) / 1e9)
     first = rec.first_ns[rec.first_ns >= 0] if rec.first_ns.size else np.empty(0, np.int64)
-    in_window = int(np.count_nonzero((first >= start) & (first < end)))
-    seconds = (end - start) / 1e9
-    return {"window_s": seconds, "handled": in_window, "rate_jobs_s": in_window / seconds,
+    in_window = int(np.count_nonzero((first >= start) & (first < end))) if seconds else 0
+    return {"backlog": backlog, "window_s": seconds, "handled": in_window,
+            "rate_jobs_s": in_window / seconds if seconds else None, "ran_dry": dry_at is not None,
+            "seen_jobs_s": seen,
             "enqueued": rec.enqueued, "reconciled": drained, "lost": rec.lost if drained else None,
             "duplicates": rec.duplicates, "unknown": rec.unknown,
-            "backlog_mean": float(np.mean(looks)) if looks else None,
-            "starved_share": float(np.mean(np.asarray(looks) <= 0)) if looks else None,
             "settings": json.dumps(_ran(system, config), sort_keys=True, default=str)}
+
+
+def _rest_s(p: Params, left: int, rate: float) -> float:
+    """How long the rest of a probe's backlog may take to drain: drain_timeout_s, or where the rate
+    seen says it needs longer, that time and 5 s more, up to 4 x drain_timeout_s (a backlog sized
+    for a faster configuration than this one; a rest not drained by then leaves it unchecked)."""
+    need = left / rate + 5 if rate > 0 else math.inf
+    return min(4 * p.drain_timeout_s, max(p.drain_timeout_s, need))
+
+
+def short(row: dict[str, Any], p: Params) -> bool:
+    """A probe whose backlog ran out before half its window (or its warm-up): too small a backlog."""
+    return bool(row.get("ran_dry")) and (row.get("window_s") or 0) < SHORT_SHARE * p.probe_s
 
 
 def _ran(system: Any, config: Config) -> dict[str, Any]:
@@ -292,16 +292,19 @@ PROBES: Schema = {
     "batch": (pl.Int64, "fetch size given (null: the library's own)"),
     "settings_given": (pl.String, "JSON: the settings given beyond the library's defaults"),
     "settings": (pl.String, "JSON: the system's throughput-bounding settings as it ran"),
-    "window_s": (pl.Float64, "the probe's window"),
+    "attempt": (pl.Int64, "0; 1: the probe again with a larger backlog, the first having run out too soon"),
+    "backlog": (pl.Int64, "jobs enqueued before the consumers started"),
+    "window_s": (pl.Float64, "the probe's window (shorter where the backlog ran out)"),
+    "ran_dry": (pl.Boolean, "the window ended early, a tenth of the backlog left"),
     "handled": (pl.Int64, "jobs first handled in the window"),
+    "seen_jobs_s": (pl.Float64, "jobs handled / time since the consumers started, at the window's end (sizes a probe "
+                                "run again)"),
     "rate_jobs_s": (pl.Float64, "handled / window_s: the configuration's rate at saturation"),
-    "enqueued": (pl.Int64, "jobs the probe's producer had acknowledged in all"),
+    "enqueued": (pl.Int64, "jobs the system acknowledged"),
     "reconciled": (pl.Boolean, "the rest drained within drain_timeout_s, so lost is counted"),
     "lost": (pl.Int64, "acknowledged and never handled (null: not reconciled)"),
     "duplicates": (pl.Int64, "handlings past the first"),
     "unknown": (pl.Int64, "handlings of no job the producer enqueued"),
-    "backlog_mean": (pl.Float64, "unhandled jobs at the window's looks (every 0.1 s), mean"),
-    "starved_share": (pl.Float64, "share of those looks that found no job waiting (the producer set the rate)"),
     "error": (pl.String, "why the probe failed (null when it ran)"),
     "started_at": (pl.String, "UTC"),
     "cell_key": (pl.String, ""),
@@ -311,6 +314,7 @@ PROBES: Schema = {
 _CAPACITY_PARTS = ("start_rate", "start_from")
 STEPS: Schema = {
     **{k: v for k, v in capacity.STEPS.items() if k not in _CAPACITY_PARTS},
+    "role": (pl.String, "best (the best probe's configuration) | default (the library's own, at default_concurrency)"),
     "variant": (pl.String, "the configuration's variant (default | tuned)"),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
 }
@@ -321,7 +325,9 @@ RESULTS: Schema = {
     "kind": (pl.String, ""),
     "round": (pl.Int64, "0: probes, search and confirmation; later rounds repeat the confirmation"),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
-    "variant": (pl.String, "the best configuration's variant"),
+    "role": (pl.String, "best: the best probe's configuration | default: the library's own at default_concurrency "
+                        "(round 0 only; absent where it is the best)"),
+    "variant": (pl.String, "the configuration's variant"),
     "consumers": (pl.Int64, "its concurrency"),
     "batch": (pl.Int64, "its fetch size (null: the library's own)"),
     "settings_given": (pl.String, "JSON: its settings beyond the library's defaults"),
@@ -345,27 +351,46 @@ TABLES = {"probes": PROBES, "steps": STEPS, "results": RESULTS}
 # --- one cell --------------------------------------------------------------------------------
 
 async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) -> list[dict[str, Any]]:
+    """Every configuration's probe, the first run once before, discarded; each expects the highest
+    rate the system showed so far, and a probe cut short runs once more with a backlog of its rate
+    (not the discarded first: it only warms up)."""
     configs = grid(p, name)
     rows: list[dict[str, Any]] = []
+    expected = p.first_rate
     for i, config in enumerate([configs[0], *configs]):
         purpose = WARMUP if i == 0 else "probe"
-        row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "purpose": purpose, "started_at": utc_now(),
-               **config.as_row()}
-        try:
-            row |= await probe(target, queues.get(name, p.backend, config.settings), config, p)
-        except Exception as err:  # a configuration that failed is a row with its reason
-            row["error"] = kept_reason(err)
-        rows.append(row)
-        rate = row.get("rate_jobs_s")
-        step(f"{purpose} {config.variant} C={config.concurrency}: "
-             + (f"{rate:,.0f}/s" if rate is not None else "failed"))
+        guess = expected
+        for attempt in (0, 1):
+            row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "purpose": purpose, "attempt": attempt,
+                   "started_at": utc_now(), **config.as_row()}
+            try:
+                row |= await probe(target, queues.get(name, p.backend, config.settings), config, p, guess)
+            except Exception as err:  # a configuration that failed is a row with its reason
+                row["error"] = kept_reason(err)
+            rows.append(row)
+            rate, seen = row.get("rate_jobs_s"), row.get("seen_jobs_s")
+            step(f"{purpose} {config.variant} C={config.concurrency}: "
+                 + (f"{rate:,.0f}/s" if rate is not None else "no window") + (" (ran out: again)" if short(row, p) else ""))
+            if i == 0:  # the discarded first warms up only; what it saw replaces the first guess
+                expected = rate or seen or expected
+                break
+            if rate is not None:
+                expected = max(expected, rate)
+            if not short(row, p) or row.get("error") is not None:
+                break
+            # its backlog ran out within half the window: twice the rate it showed (in the window,
+            # else since its consumers started), and never less than twice the last guess
+            guess = max(guess * 2, 2 * (rate or seen or 0.0))
     return rows
 
 
 async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, state: dict,
-                   start: float, step: Callable[..., None]) -> tuple[list[dict], dict[str, Any]]:
+                   start: float, step: Callable[..., None], role: str = "best",
+                   later_rounds: bool = True) -> tuple[list[dict], dict[str, Any]]:
     """Round 0: the capacity search from `start`, then its confirmation; a later round: the
-    confirmation at round 0's bracket. The capacity study's rules, step by step (capacity._cell)."""
+    confirmation at round 0's bracket. The capacity study's rules, step by step (capacity._cell);
+    without `later_rounds` (the default configuration's one round) a failed long hold is held
+    once more one step down, as the capacity study does with one round."""
     system = queues.get(name, p.backend, config.settings)
     cap = capacity_params(p, name)
     rows: list[dict] = []
@@ -373,7 +398,8 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
 
     async def attempt(rate: float, seconds: float, purpose: str) -> str:
         for again in (False, True):
-            row = {"backend": p.backend, "kind": system.kind, "variant": config.variant, "consumers": config.concurrency,
+            row = {"backend": p.backend, "kind": system.kind, "role": role, "variant": config.variant,
+                   "consumers": config.concurrency,
                    "batch": config.batch, "step": len(rows), "purpose": "repeat" if again else purpose,
                    "started_at": utc_now()}
             try:
@@ -400,14 +426,14 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
                 search.bound = "max_steps"
             passed, failed, bound = search.passed, search.failed, search.bound
         else:
-            passed, failed, bound, held_above = state["brackets"][name]
+            passed, failed, bound, held_above = state["brackets"][(name, role)]
         confirmed = None
         if passed and bound == "bracket":
             long_s = p.window_s * p.confirm_factor
             long_ok = await attempt(passed, long_s, "confirm_long") == "pass"
             if rnd == 0 and not long_ok:  # one step down, as the capacity study does
                 lower = passed / capacity.OVER
-                if p.rounds > 1:
+                if later_rounds and p.rounds > 1:
                     lowered_from, passed, failed = passed, lower, passed
                 elif await attempt(lower, long_s, "confirm_long") == "pass":
                     passed, failed, long_ok = lower, passed, True
@@ -418,7 +444,7 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
                 over = await attempt(passed * capacity.OVER, p.window_s, "confirm_over")
             confirmed = long_ok and over != "pass"
         if rnd == 0:
-            state.setdefault("brackets", {})[name] = (passed, failed, bound, lowered_from)
+            state.setdefault("brackets", {})[(name, role)] = (passed, failed, bound, lowered_from)
     finally:
         await producer.close()
     return rows, {"passed": passed, "failed": failed, "confirmed": confirmed, "bound": bound,
@@ -430,7 +456,14 @@ def _config_of(row: dict[str, Any]) -> Config:
                   json.loads(row["settings_given"]))
 
 
+def default_probe(rows: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any] | None:
+    """The counted probe at the library's own settings and the capacity study's concurrency."""
+    return next((r for r in counted(rows) if r["variant"] == "default" and r["consumers"] == concurrency), None)
+
+
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    """Round 0: every probe, then the best configuration's capacity (and, where it is another, the
+    default configuration's, in this round only); a later round: the best's confirmation again."""
     name, rnd = cell.parts["system"], cell.parts["round"]
     base = {"backend": p.backend, "kind": queues.QUEUES[name].kind}
     probes: list[dict[str, Any]] = []
@@ -443,26 +476,33 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     best = state.get("best", {}).get(name)
     if best is None:
         return {"results": [{**base, "error": "round 0 found no configuration to confirm"}]}
-    config = _config_of(best)
-    start = max(1.0, p.start_share * best["rate_jobs_s"])
-    steps, outcome = await _confirm(p, name, config, target, rnd, state, start, step)
-    result = {**base, **config.as_row(), "settings": best["settings"], "probe_jobs_s": best["rate_jobs_s"],
-              "start_rate": start if rnd == 0 else None, **outcome}
-    return {"probes": probes, "steps": steps, "results": [result]}
+    roles = [("best", best)]
+    default = default_probe(probes, p.default_concurrency) if rnd == 0 and p.default_capacity else None
+    if default is not None and clean(default) and _config_of(default) != _config_of(best):
+        roles.append(("default", default))
+    steps, results = [], []
+    for role, row in roles:
+        config = _config_of(row)
+        start = max(1.0, p.start_share * row["rate_jobs_s"])
+        mine, outcome = await _confirm(p, name, config, target, rnd, state, start, step, role,
+                                       later_rounds=role == "best")
+        steps += mine
+        results.append({**base, "role": role, **config.as_row(), "settings": row["settings"],
+                        "probe_jobs_s": row["rate_jobs_s"], "start_rate": start if rnd == 0 else None, **outcome})
+    return {"probes": probes, "steps": steps, "results": results}
 
 
 def reused(p: Params, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) -> None:
-    """A round-0 cell served from the cache still hands its configuration and bracket on."""
+    """A round-0 cell served from the cache still hands its best configuration and bracket on."""
     results, probes = tables.get("results"), tables.get("probes")
-    if cell.parts["round"] != 0 or results is None or not results.height or probes is None:
+    if cell.parts["round"] != 0 or results is None or probes is None:
         return
-    r = results.row(0, named=True)
-    if r.get("error") is None:
+    r = next((x for x in results.to_dicts() if x.get("role") == "best" and x.get("error") is None), None)
+    best = best_probe(probes.to_dicts())
+    if r is not None and best is not None:
         name = cell.parts["system"]
-        best = best_probe(probes.to_dicts())
-        if best is not None:
-            state.setdefault("best", {})[name] = best
-        state.setdefault("brackets", {})[name] = (r["passed"], r["failed"], r["bound"], r.get("lowered_from"))
+        state.setdefault("best", {})[name] = best
+        state.setdefault("brackets", {})[(name, "best")] = (r["passed"], r["failed"], r["bound"], r.get("lowered_from"))
 
 
 # --- what the runner needs (runner.Study) ---------------------------------------------
@@ -491,7 +531,7 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 
 
 def max_jobs(p: Params) -> int:
-    return max(capacity.max_jobs(capacity_params(p, p.systems[0])), p.max_depth * 2)
+    return max(capacity.max_jobs(capacity_params(p, p.systems[0])), p.max_backlog)
 
 
 def cells(p: Params) -> list[Cell]:
@@ -505,7 +545,7 @@ def cells(p: Params) -> list[Cell]:
             tuned = queues.documented().get(s) if "tuned" in p.variants else None
             out.append(Cell({"system": s, "round": rnd, "tuned_as": json.dumps(tuned, sort_keys=True) if tuned else None},
                             (__file__, capacity.__file__, *queues.code_files(s)),
-                            steps=len(grid(p, s)) + 1 + p.max_steps + 3 if rnd == 0 else 3,
+                            steps=len(grid(p, s)) + 1 + (1 + p.default_capacity) * (p.max_steps + 3) if rnd == 0 else 3,
                             after=() if rnd == 0 else (order.index(s),)))
     return out
 

@@ -29,43 +29,53 @@ def _summary(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[dic
     return analysis.summary(tables["probes"], tables["results"], _params(manifests).get("default_concurrency", 4))
 
 
-def _capacity(r: dict[str, Any]) -> str:
-    if r["capacity"] is None:
+def _held(pair: tuple[float, float] | None) -> str:
+    if pair is None:
         return "–"
-    lo, hi = r["capacity"]
+    lo, hi = pair
     return sig(lo) if sig(lo) == sig(hi) else f"{sig(lo)}–{sig(hi)}"
 
 
+def _gain(r: dict[str, Any]) -> float | None:
+    """What the tuned configuration held over the default's, both in this run (None: the same one)."""
+    if not r["tuned"] or not r["default_capacity"] or r["tuned"] is r["default_capacity"]:
+        return None
+    return r["tuned"][0] / r["default_capacity"][0]
+
+
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """A system's capacity at its best configuration over the rounds, its gain over its defaults beside."""
-    return {r["system"]: {BEST: _capacity(r) + (f" ({sig(r['gain'])}× defaults)" if r["gain"] else "")
-                          + (" †" if r["edge"] else "")}
+    """A system's capacity at its tuned configuration, and how many times its defaults' that is."""
+    return {r["system"]: {BEST: _held(r["tuned"]) + (f" ({sig(g)}× defaults)" if (g := _gain(r)) else "")}
             for r in _summary(tables, manifests)}
 
 
 def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
     """How much tuning gains, the fastest product tuned, and whose best lies at the grid's edge."""
-    rows = [r for r in _summary(tables, manifests) if r["best"] is not None]
+    rows = [r for r in _summary(tables, manifests) if r["tuned"] is not None]
     products = [r for r in rows if features.is_product(r["system"])]
     if not products:
         return []
     out = []
-    gained = sorted((r for r in products if r["gain"]), key=lambda r: -r["gain"])
+    gained = sorted((r for r in products if _gain(r)), key=lambda r: -_gain(r))
     if gained:
         top = gained[0]
-        out.append(Finding("tuning", "At its best settings each product ran {span} its rate at defaults and 4 consumers; "
+        out.append(Finding("tuning", "Tuned, {n} held {span} the rate they held at their defaults and 4 consumers; "
                            "{top} gained most, {gain} ({diff}).",
-                           {"span": (Ratio(min(r["gain"] for r in gained)), Ratio(max(r["gain"] for r in gained))),
-                            "top": top["system"], "gain": Ratio(top["gain"]), "diff": top["diff"]},
-                           interval="one probe window per configuration",
+                           {"n": plural(len(gained), "product"),
+                            "span": (Ratio(min(_gain(r) for r in gained)), Ratio(max(_gain(r) for r in gained))),
+                            "top": top["system"], "gain": Ratio(_gain(top)), "diff": top["diff"]},
+                           interval="lower ends of the brackets, one run",
                            cells=tuple(f"postgres/{r['system']}" for r in gained)))
-    held = sorted((r for r in products if r["capacity"]), key=lambda r: -r["capacity"][0])
-    if held:
-        top = held[0]
-        out.append(Finding("tuning", "Tuned, {top} kept up with {cap} jobs/s ({diff}), the most of any product.",
-                           {"top": top["system"], "cap": _capacity(top), "diff": top["diff"]},
-                           interval=f"lowest to highest of {plural(top['rounds'], 'round')}",
-                           cells=(f"postgres/{top['system']}",)))
+    held = sorted(products, key=lambda r: -r["tuned"][0])
+    top = held[0]
+    out.append(Finding("tuning", "Tuned, {top} kept up with {cap} jobs/s, the most of any product.",
+                       {"top": top["system"], "cap": _held(top["tuned"])},
+                       interval=f"lowest to highest of {plural(top['rounds'], 'round')}" if not top["default_wins"]
+                       else "one round", cells=(f"postgres/{top['system']}",)))
+    worse = [r["system"] for r in products if r["default_wins"]]
+    if worse:
+        out.append(Finding("tuning", "For {names}, the configuration fastest at saturation held less than the "
+                           "defaults: a probe ranks, only the capacity criteria decide.", {"names": ", ".join(worse)}))
     edge = [r["system"] for r in products if r["edge"]]
     if edge:
         concurrency = max(_params(manifests).get("concurrency") or [0])
@@ -79,9 +89,9 @@ def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None
     p = _params(manifests)
     if not p:
         return None
-    return (f"Each configuration is one probe window of {sig(p['probe_s'])} s, so a probe has no spread of its own; "
+    return (f"Each configuration is one probe window of {p['probe_s']:g} s, so a probe has no spread of its own; "
             f"the best configuration's capacity is confirmed in {plural(p['rounds'], 'round')}, whose lowest and "
-            "highest the table gives.")
+            "highest the table gives; the default configuration's in one.")
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -99,6 +109,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "figures": {name: figure(name, make(tables["probes"], dc)) for name, make in charts.CHARTS.items()},
         "table": analysis.table(rows, dc).markdown(),
         "params": p,
+        "rounds": plural(p.get("rounds", 1), "round"),
+        "probe_s": f"{p.get('probe_s', 0):g}",
         "default_concurrency": dc,
         "sources": sources,
         "max_connections": (server.get("settings_non_default") or {}).get("max_connections"),

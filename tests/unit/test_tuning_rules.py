@@ -1,0 +1,175 @@
+"""The tuning study's rules on fakes: its grid, what counts as a probe, the best, the refusals, the
+documented settings' keys, and the reading of its rows (no database)."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from benchlib import queues
+from benchlib.errors import BenchError
+from benchlib.queues.jsonlines import JsonLinesSystem
+from benchlib.studies.tuning import analysis
+from benchlib.studies.tuning.measure import (PROBES, RESULTS, Params, backlog_for, best_probe, connections, counted,
+                                             grid, settings, short)
+
+
+def test_every_concurrency_runs_each_variant_a_system_has():
+    p = Params(systems=("river", "procrastinate", "pgmq"), concurrency=(4, 16), default_concurrency=4)
+    river = grid(p, "river")
+    assert [(c.variant, c.concurrency) for c in river] == [("default", 4), ("default", 16), ("tuned", 4), ("tuned", 16)]
+    assert river[0].settings == {} and river[2].settings == queues.documented()["river"]["settings"]
+    assert river[2].batch is None  # River has no fetch-size knob: a documented batch could not reach it
+    assert {c.variant for c in grid(p, "procrastinate")} == {"default"}  # nothing documented: its defaults only
+    pgmq = grid(p, "pgmq")
+    assert [c.batch for c in pgmq] == [1, 1, 50, 50]  # a pull design's own default is one job per dequeue
+    only = Params(systems=("river",), concurrency=(4,), variants=("default",))
+    assert [c.variant for c in grid(only, "river")] == ["default"]
+
+
+def _probe(**kw):
+    row = {"purpose": "probe", "variant": "default", "consumers": 4, "batch": None, "settings_given": "{}",
+           "settings": "{}", "rate_jobs_s": 100.0, "reconciled": True, "lost": 0, "duplicates": 0, "error": None,
+           "starved_share": 0.0, "system": "x", "kind": "worker"}
+    return row | kw
+
+
+def test_the_best_probe_is_the_fastest_that_counts():
+    rows = [_probe(purpose="warmup", rate_jobs_s=10_000.0),  # discarded
+            _probe(consumers=16, rate_jobs_s=900.0, lost=1),  # lost a job: does not count
+            _probe(consumers=64, rate_jobs_s=800.0, reconciled=False, lost=None),  # not drained: unchecked
+            _probe(consumers=256, rate_jobs_s=700.0, duplicates=2),
+            _probe(consumers=128, error="boom", rate_jobs_s=None),
+            _probe(consumers=8, rate_jobs_s=300.0), _probe(consumers=4, rate_jobs_s=300.0)]
+    assert best_probe(rows)["consumers"] == 4  # the tie goes to the lower concurrency
+    assert best_probe([_probe(lost=1)]) is None
+    # a configuration probed again (its backlog ran out too soon) counts by its second probe only
+    again = [_probe(consumers=16, rate_jobs_s=9_000.0, ran_dry=True, window_s=0.5),
+             _probe(consumers=16, rate_jobs_s=3_000.0, attempt=1), _probe(consumers=4, rate_jobs_s=2_000.0)]
+    assert [r["rate_jobs_s"] for r in counted(again)] == [3_000.0, 2_000.0]
+    assert best_probe(again)["rate_jobs_s"] == 3_000.0
+
+
+def test_a_probe_backlog_lasts_its_window_at_the_expected_rate_and_a_short_one_runs_again():
+    p = Params(probe_warmup_s=2, probe_s=5, backlog_margin=1.5, min_backlog=20, max_backlog=100_000)
+    assert backlog_for(p, 1_000) == 10_500 and backlog_for(p, 0.5) == 20 and backlog_for(p, 1e6) == 100_000
+    assert short({"ran_dry": True, "window_s": 2.0}, p) and not short({"ran_dry": True, "window_s": 3.0}, p)
+    assert not short({"ran_dry": False, "window_s": 0.1}, p)
+    assert short({"ran_dry": True, "window_s": 0.0}, p)  # ran out within its warm-up: again, larger
+
+
+def test_the_rest_of_a_probe_drains_for_as_long_as_its_rate_needs_within_a_bound():
+    from benchlib.studies.tuning.measure import _rest_s
+    p = Params(drain_timeout_s=15)
+    assert _rest_s(p, 100, 1_000) == 15 and _rest_s(p, 1_000, 40) == 30 and _rest_s(p, 10_000, 2) == 60
+    assert _rest_s(p, 10, 0) == 60  # nothing handled yet: the bound
+
+
+@pytest.mark.parametrize(("kw", "why"), [
+    ({"concurrency": (8, 16), "default_concurrency": 4}, "default_concurrency (4) must be one of concurrency"),
+    ({"settings": {"max_connections": "500"}}, "max_connections is the study's own"),
+    ({"backend": "sqlite"}, "backend"),
+    ({"systems": ("nope",)}, "nope"),
+    ({"start_share": 1.5}, "start_share must be under 1"),
+    ({"min_backlog": 10, "max_backlog": 5}, "min_backlog (10) is above max_backlog (5)"),
+    ({"window_s": 3}, "window_s must be >= 5"),  # the capacity steps' own rule, checked up front
+])
+def test_bad_parameters_are_one_line_before_anything_runs(kw, why):
+    with pytest.raises(BenchError) as err:
+        Params(**kw)
+    assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_server_gets_connections_for_the_largest_concurrency():
+    p = Params(concurrency=(4, 256), default_concurrency=4)
+    assert connections(p) == 256 + 48 and settings(p)["max_connections"] == str(256 + 58)
+    assert settings(Params())["max_connections"] == "100"  # never below PostgreSQL's default
+
+
+def test_documented_settings_are_keys_each_system_declares():
+    for name, entry in queues.documented().items():
+        assert name in queues.QUEUES, name
+        assert queues.settings_refusal(name, entry["settings"]) is None, name
+        cls = queues.QUEUES[name]
+        assert entry["batch"] is None or cls.caps.batch_knob, f"{name}: a batch it has no knob for"
+        assert entry["source"].strip(), name
+    # the -fast registry entries run exactly the documented settings
+    assert queues.QUEUES["river-fast"].overrides == queues.documented()["river"]["settings"]
+    assert queues.QUEUES["pg-boss-fast"].overrides == queues.documented()["pg-boss"]["settings"]
+
+
+def test_settings_are_input_checked_in_one_line():
+    with pytest.raises(BenchError, match="unknown key 'poll'; river takes fetch_cooldown_ms"):
+        queues.get("river", "postgres", {"poll": 1})
+    with pytest.raises(BenchError, match="skip_locked takes no settings"):
+        queues.get("skip_locked", "postgres", {"batch": 5})
+    with pytest.raises(BenchError, match="poll_interval_ms must be an integer from 1 to 60000"):
+        queues.get("awa", "postgres", {"poll_interval_ms": 0})
+    awa = queues.get("awa", "postgres", {"poll_interval_ms": 50})
+    assert awa.settings(4, None)["poll_interval_ms"] == 50 and awa.applied() == {"poll_interval_ms": 50}
+    assert queues.get("awa").settings(4, None)["poll_interval_ms"] == 200 and queues.get("awa").applied() == {}
+    river = queues.get("river", "postgres", {"fetch_cooldown_ms": 2})
+    assert isinstance(river, JsonLinesSystem) and river.overrides == {"fetch_cooldown_ms": 2}
+    assert type(river).overrides == {}  # the registered class keeps its defaults
+    fast = queues.get("river-fast", "postgres", {"fetch_poll_interval_ms": 50})
+    assert fast.overrides == {"fetch_cooldown_ms": 2, "fetch_poll_interval_ms": 50}  # over the variant's
+
+
+def _frame(rows: list[dict], schema) -> pl.DataFrame:
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema={k: t for k, (t, _) in schema.items()},
+                        orient="row")
+
+
+def _tables():
+    probes = [_probe(system="a", consumers=4, rate_jobs_s=40.0),
+              _probe(system="a", consumers=64, rate_jobs_s=400.0),
+              _probe(system="a", variant="tuned", consumers=64, rate_jobs_s=2_000.0,
+                     settings_given=json.dumps({"fetch_cooldown_ms": 2})),
+              _probe(system="a", variant="tuned", consumers=4, rate_jobs_s=5_000.0, lost=3),  # lost: not counted
+              _probe(system="b", kind="pull", consumers=4, batch=1, rate_jobs_s=1_000.0, reconciled=False, lost=None),
+              _probe(system="b", kind="pull", consumers=16, batch=50, variant="tuned", rate_jobs_s=9_000.0)]
+    results = [{"system": "a", "kind": "worker", "role": "best", "round": r, "passed": v, "confirmed": c, "error": None}
+               for r, v, c in ((0, 1_500.0, True), (1, 1_400.0, False), (2, 1_600.0, True))]
+    results.append({"system": "a", "kind": "worker", "role": "default", "round": 0, "passed": 30.0, "confirmed": True,
+                    "error": None})
+    results.append({"system": "b", "kind": "pull", "role": "best", "round": 0, "passed": 8_000.0, "confirmed": True,
+                    "error": None})
+    results.append({"system": "b", "kind": "pull", "role": "default", "round": 0, "passed": 9_000.0, "confirmed": True,
+                    "error": None})
+    return _frame(probes, PROBES), _frame(results, RESULTS)
+
+
+def test_default_against_best_on_fakes():
+    probes, results = _tables()
+    a, b = analysis.summary(probes, results, 4)
+    assert a["default_jobs_s"] == 40.0 and a["best_jobs_s"] == 2_000.0 and a["gain"] == pytest.approx(50.0)
+    assert a["diff"] == "concurrency 64, fetch_cooldown_ms 2" and a["edge"]  # 64 is the largest it probed
+    assert a["capacity"] == (1_400.0, 1_600.0) and (a["confirmed"], a["rounds"]) == (2, 3)  # the best's rounds only
+    assert a["default_capacity"] == (30.0, 30.0) and a["tuned"] == a["capacity"] and not a["default_wins"]
+    assert a["spread"] == (40.0, 2_000.0) and a["unclean"] == 1
+    assert b["default_jobs_s"] is None and b["gain"] is None  # its default did not drain: no ratio from it
+    assert b["diff"] == "consumers 16, batch 50"
+    # b's fastest probe held less than its defaults under the criteria: its tuned capacity is the defaults'
+    assert b["default_wins"] and b["tuned"] == (9_000.0, 9_000.0)
+    assert analysis.gains(probes, 4) == {"a": pytest.approx(50.0)}
+    text = analysis.table([a, b], 4).markdown()
+    assert "50.0×" in text and "1,400 – 1,600" in text and "2/3" in text and "the largest concurrency searched" in text
+    assert "held less than its defaults" in text
+    why = {(r["system"], r["consumers"]): r["why"] for r in analysis.not_counted(probes)}
+    assert why == {("a", 4): "3 lost", ("b", 4): "its rest did not drain in time"}
+
+
+def test_the_sweep_accounting_counts_lost_only_where_reconciled():
+    probes, results = _tables()
+    totals = analysis.totals({"probes": probes, "steps": None, "results": results})
+    assert totals == {"lost": 3, "duplicates": 0, "failed": 0, "unchecked": 1}
+
+
+def test_published_peaks_sit_beside_ours_only_where_both_ran():
+    probes, results = _tables()
+    rows = analysis.summary(probes, results, 4)
+    theirs = {"peaks": {"a": {"jobs_s": 501, "workers": 64}, "z": {"jobs_s": 1, "workers": 4}}}
+    (row,) = analysis.beside_published(rows, theirs)
+    assert row["system"] == "a" and row["their peak, jobs/s"] == "501" and row["at C"] == "64"
+    assert set(analysis.published()["peaks"]) <= set(queues.QUEUES)

@@ -154,7 +154,7 @@ def test_default_against_best_on_fakes():
     assert b["default_wins"] and b["tuned"] == (9_000.0, 9_000.0)
     assert analysis.gains(probes, 4) == {"a": pytest.approx(50.0)}
     text = analysis.table([a, b], 4).markdown()
-    assert "50.0×" in text and "1,400 – 1,600" in text and "2/3" in text and "the largest concurrency searched" in text
+    assert "50×" in text and "1,400 – 1,600" in text and "2/3" in text and "the largest concurrency searched" in text
     assert "held less than its defaults" in text
     why = {(r["system"], r["consumers"]): r["why"] for r in analysis.not_counted(probes)}
     assert why == {("a", 4): "3 lost", ("b", 4): "its rest did not drain in time"}

@@ -19,7 +19,7 @@ import yaml
 
 from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
 from benchlib.studies.tuning.measure import best_probe, clean, counted, default_probe
-from benchlib.tables import Table, fmt
+from benchlib.tables import Table, fmt, ratio
 
 EDGE = "the largest concurrency searched"
 
@@ -133,7 +133,7 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
             "best probe's settings (vs defaults)": r["diff"] or (r["error"] or "–"),
             "best: held": _range(r["capacity"]),
             "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] else "–",
-            "probe gain": f"{r['gain']:.1f}×" if r["gain"] else "–",
+            "probe gain": ratio(r["gain"]),
             "spread of probes": _range(r["spread"]),
             "flags": "; ".join(flags) or "–",
         })

@@ -26,7 +26,10 @@ nothing, handled nothing twice). Its capacity is then found and confirmed with t
 study's step, search and criteria (studies/capacity/measure.py, imported: one definition of
 "keeps up", keyed into these cells): round 0 searches from `start_share` x its probe rate and
 confirms (a hold `confirm_factor` x longer passes, 1.1 x fails); each later round repeats the
-confirmation at round 0's configuration and bracket, the systems in reversed order.
+confirmation at round 0's configuration and bracket, the systems in reversed order. Round 0 also
+searches the default configuration's capacity (the library's own settings at
+`default_concurrency`) where it is not the best: a probe ranks at saturation, a capacity needs a
+small backlog kept small, and the two can disagree; the report compares the two held rates.
 """
 from __future__ import annotations
 
@@ -62,6 +65,7 @@ MAX_CHUNK = 5_000  # jobs per enqueue call of a probe's backlog
 DRY_SHARE = 0.1  # a window ends where this share of the backlog is left: the consumers may run short
 SHORT_SHARE = 0.5  # a window the backlog cut below this share of probe_s runs again, with a larger backlog
 CONNECTION_MARGIN = 48  # beyond the largest concurrency: a library's pool spares, LISTENs, producers, the harness's
+SERVER_SPARE = 10  # max_connections beyond what the study counts on
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class Params:
             raise BenchError(f"start_share must be under 1 (a share of the probe's rate), not {fixed['start_share']:g}")
         if "max_connections" in fixed["settings"]:
             raise BenchError("settings: max_connections is the study's own (the largest concurrency + "
-                             f"{CONNECTION_MARGIN}): change concurrency instead")
+                             f"{CONNECTION_MARGIN + SERVER_SPARE}): change concurrency instead")
         for name in fixed["systems"]:  # the documented values: keys the system declares, before any server starts
             entry = queues.documented().get(name)
             if entry and (why := queues.settings_refusal(name, entry["settings"])) is not None:
@@ -523,7 +527,7 @@ def settings(p: Params) -> dict[str, str]:
     """The capacity steps' statement statistics, and connections for the largest concurrency
     (raised from PostgreSQL's 100 where it needs more; the manifest records it)."""
     return {"shared_preload_libraries": capacity.STATEMENTS,
-            "max_connections": str(max(100, connections(p) + 10)), **p.settings}
+            "max_connections": str(max(100, connections(p) + SERVER_SPARE)), **p.settings}
 
 
 def systems(p: Params) -> dict[str, dict[str, str]]:

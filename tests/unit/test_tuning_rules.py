@@ -173,3 +173,21 @@ def test_published_peaks_sit_beside_ours_only_where_both_ran():
     (row,) = analysis.beside_published(rows, theirs)
     assert row["system"] == "a" and row["their peak, jobs/s"] == "501" and row["at C"] == "64"
     assert set(analysis.published()["peaks"]) <= set(queues.QUEUES)
+
+
+def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatch):
+    from benchlib.studies.tuning import report
+    probes, results = _tables()
+    monkeypatch.setattr(report.features, "is_product", lambda name: True)  # the fakes' a and b as products
+    manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]
+    tables = {"probes": probes, "results": results, "steps": None}
+    card = report.scorecard(tables, manifests)
+    # a: its best held 1,400 - 1,600 against 30 at its defaults; b: its defaults held more than its best probe's
+    assert card == {"a": {report.BEST: "1,400–1,600 (47× defaults)"}, "b": {report.BEST: "9,000"}}
+    text = [f.text() for f in report.findings(tables, manifests)]
+    assert text[0].startswith("Tuned, the products held 47× the rate of their defaults at 4 consumers (1 product); "
+                              "a gained most, 47× (concurrency 64, fetch_cooldown_ms 2)")
+    assert "b kept up with 9,000 jobs/s, the most of any product" in text[1]
+    assert "For b, the configuration fastest at saturation held less than the defaults" in text[2]
+    assert text[3].startswith("2 products ran best at the largest concurrency searched") and text[3].endswith("a, b.")
+    assert "one probe window of 5 s" in report.spread(tables, manifests)

@@ -59,8 +59,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     gained = sorted((r for r in products if _gain(r)), key=lambda r: -_gain(r))
     if gained:
         top = gained[0]
-        out.append(Finding("tuning", "Tuned, {n} held {span} the rate they held at their defaults and 4 consumers; "
-                           "{top} gained most, {gain} ({diff}).",
+        out.append(Finding("tuning", "Tuned, the products held {span} the rate of their defaults at 4 consumers "
+                           "({n}); {top} gained most, {gain} ({diff}).",
                            {"n": plural(len(gained), "product"),
                             "span": (Ratio(min(_gain(r) for r in gained)), Ratio(max(_gain(r) for r in gained))),
                             "top": top["system"], "gain": Ratio(_gain(top)), "diff": top["diff"]},

@@ -213,12 +213,6 @@ def backlog_for(p: Params, expected: float) -> int:
     return min(p.max_backlog, max(p.min_backlog, want))
 
 
-def _raise_failed(tasks: Sequence[asyncio.Task]) -> None:
-    for t in tasks:
-        if t.done() and not t.cancelled() and t.exception() is not None:
-            raise t.exception()
-
-
 async def probe(target: Any, system: Any, config: Config, p: Params, expected: float) -> dict[str, Any]:
     """One configuration's rate at saturation (the module's docstring says how)."""
     ledger = Ledger(by_seq=system.kind == "worker")
@@ -237,7 +231,7 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
         end = start + int(p.probe_s * 1e9)
         while now_ns() < end:
             await asyncio.sleep(LOOK_S)
-            _raise_failed(consumers.tasks)
+            consumers.raise_failed()
             if acked - ledger.distinct <= floor:
                 dry_at = now_ns()
                 break
@@ -246,7 +240,7 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
         deadline = now_ns() + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9)
         while ledger.distinct < acked and now_ns() < deadline:
             await asyncio.sleep(LOOK_S)
-            _raise_failed(consumers.tasks)
+            consumers.raise_failed()
         drained = ledger.distinct >= acked
     finally:
         await consumers.close()

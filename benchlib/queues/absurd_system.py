@@ -38,6 +38,7 @@ import absurdctl
 from absurd_sdk import AsyncAbsurd
 
 from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "absurd"  # fixed by absurd.sql
 QUEUE = "benchlib"
@@ -85,11 +86,13 @@ class Session:
         return ids
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         clients = [self.client() for _ in range(concurrency)]
         for client in clients:
             @client.register_task(TASK)
             async def noop(params: dict[str, Any], _ctx: Any) -> None:
+                if job_work:
+                    await job_work.run()
                 handled(params["seq"], None)
 
         workers = [asyncio.create_task(client.start_worker(

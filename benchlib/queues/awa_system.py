@@ -47,6 +47,7 @@ from urllib.parse import urlsplit, urlunsplit
 import awa
 
 from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, number_of, run_sql
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "awa"  # fixed by awa's migrations
 QUEUE = "benchlib"
@@ -100,11 +101,13 @@ class Session:
         return [job.id for job in jobs]
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         client = awa.AsyncClient(self.url, max_connections=concurrency + POOL_EXTRA)
 
         @client.task(dict, kind=KIND, queue=QUEUE)
         async def noop(job: Any) -> None:
+            if job_work:
+                await job_work.run()
             handled(job.args["seq"], None)
 
         try:

@@ -13,9 +13,9 @@ the library's own client for a real system), then `install` (fresh state),
 and, through the JSON-lines contract in adapters/CONTRACT.md, systems in other
 languages). The harness opens a `session(target)`, installs and enqueues through the
 library's public API (payloads carry the harness's sequence number, `seq`), then
-`work(concurrency, batch, handled, stop, continuous)` starts the library's workers with
-a no-op handler that reports each job's seq (and when it ran) to `handled`, until the
-harness sets `stop`: over a backlog to drain, or, `continuous`, waiting for the jobs a
+`work(concurrency, batch, handled, stop, continuous, job_work)` starts the library's workers
+with a handler that does the job's work (`job_work`, workload/job_work.py: none by default),
+then reports the job's seq (and when it ran) to `handled`, until the harness sets `stop`: over a backlog to drain, or, `continuous`, waiting for the jobs a
 paced producer enqueues meanwhile. `settings(C, B)` names every setting that bounds its
 throughput (poll interval, fetch size, ...), so a capacity at the ceiling they imply is
 reported as such.
@@ -35,6 +35,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar, Protocol
 
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 Job = Sequence[Any]  # (id, payload, ...): only job[0], the unique id, is relied upon
 
@@ -137,7 +138,7 @@ class WorkerSession(Protocol):
         library's job ids (ints or strings). Safe to call while `work` runs."""
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         """Run the library's workers until `stop` is set (or, not `continuous`, the library
         finds the queue empty and stops by itself), then stop them; return once they have
         stopped and every handled job is recorded as done."""

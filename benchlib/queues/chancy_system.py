@@ -15,7 +15,7 @@ with no fetch-size setting of its own, so the study sweeps its concurrency only.
 `polling_interval` is whole seconds (an INTEGER column); `eager_polling` makes a
 finished job wake the fetch loop at once, without which a drain would be paced by
 that interval. Chancy calls job functions by import path with the job's kwargs (the
-payload), so `noop` finds the session's `handled` through a context variable set in
+payload), so `noop` finds the session's `handled` and `job_work` through context variables set in
 `work`: the Worker's tasks, and the job tasks they create, inherit work's context.
 
 LISTEN/NOTIFY (`Chancy(notifications=...)`) is off for a drain, where fetches follow
@@ -43,6 +43,7 @@ from chancy import Job, Queue, Worker
 from psycopg.conninfo import make_conninfo
 
 from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "benchlib_chancy"
 PREFIX = "chancy_"  # chancy's default table prefix
@@ -57,11 +58,14 @@ RECOVERY_POLL_S = 60
 POOL_EXTRA = 2
 
 _handled: ContextVar[Handled] = ContextVar("benchlib_chancy_handled")
+_job_work: ContextVar[JobWork] = ContextVar("benchlib_chancy_job_work", default=NO_WORK)
 _log = logging.getLogger("benchlib.queues.chancy")
 _log.setLevel(logging.WARNING)
 
 
 async def noop(seq: int, **_: Any) -> None:
+    if job_work := _job_work.get():
+        await job_work.run()
     _handled.get()(seq, None)
 
 
@@ -109,8 +113,9 @@ class Session:
         return ids
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         _handled.set(handled)
+        _job_work.set(job_work)
         async with self.app(concurrency + POOL_EXTRA, notifications=continuous) as app:
             self.working = app
             await app.declare(Queue(QUEUE, concurrency=concurrency, executor=ChancyApp.Executor.Async,

@@ -55,6 +55,7 @@ from benchlib.queues import pool_hold
 from benchlib.queues.base import closed, paused, system_version
 from benchlib.queues.jsonlines import STOP_GRACE_S, JsonLinesSystem
 from benchlib.workload.drivers import EMPTY_POLL_PAUSE_S
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 CONTRACT = 2
 FLUSH_S = 0.005  # handled events are batched into one line at most this long
@@ -249,16 +250,17 @@ class WorkerInstance:
             except Exception:
                 pass
 
-    async def work(self, concurrency: int, batch: int | None, continuous: bool) -> dict[str, Any]:
+    async def work(self, concurrency: int, batch: int | None, continuous: bool,
+                   job_work: JobWork = NO_WORK) -> dict[str, Any]:
         async with self.switching:
             if self.running is not None:
                 raise Refused("work is already running: stop it first")
             self.stopping = asyncio.Event()
             self.running = asyncio.create_task(
-                self.session.work(concurrency, batch, self.out.handler(), self.stopping, continuous))
+                self.session.work(concurrency, batch, self.out.handler(), self.stopping, continuous, job_work))
             self.running.add_done_callback(lambda task: self._ended(task, continuous))
             await asyncio.sleep(0)  # the library's work has begun
-            return self.system.settings(concurrency, batch)
+            return self.system.settings(concurrency, batch) | job_work.settings()
 
     def _ended(self, task: asyncio.Task, continuous: bool) -> None:
         """The library's workers ended. With an error, or by themselves while they were to keep
@@ -330,15 +332,16 @@ class PullInstance:
             self.seqs.update((i, p["seq"]) for i, p in zip(ids, payloads) if "seq" in p)
         return ids
 
-    async def work(self, concurrency: int, batch: int | None, continuous: bool) -> dict[str, Any]:
+    async def work(self, concurrency: int, batch: int | None, continuous: bool,
+                   job_work: JobWork = NO_WORK) -> dict[str, Any]:
         """C consumers, each on its own connection, opened before the reply ("its workers run");
         they poll until `stop`, `continuous` or not (the harness stops a drain)."""
         async with self.switching:
             if self.consumers:
                 raise Refused("work is already running: stop it first")
-            return await self._start(concurrency, batch)
+            return await self._start(concurrency, batch, job_work)
 
-    async def _start(self, concurrency: int, batch: int | None) -> dict[str, Any]:
+    async def _start(self, concurrency: int, batch: int | None, job_work: JobWork) -> dict[str, Any]:
         opened = await asyncio.gather(*(self.system.connect(self.target, "consumer") for _ in range(concurrency)),
                                       return_exceptions=True)
         failed = [c for c in opened if isinstance(c, BaseException)]
@@ -346,13 +349,13 @@ class PullInstance:
             await asyncio.gather(*(closed(c) for c in opened if not isinstance(c, BaseException)))
             raise failed[0]
         self.stopping = asyncio.Event()
-        self.consumers = [asyncio.create_task(self.consume(conn, batch or 1)) for conn in opened]
+        self.consumers = [asyncio.create_task(self.consume(conn, batch or 1, job_work)) for conn in opened]
         if (tend := getattr(self.system, "tend", None)) is not None:
             self.tending = asyncio.create_task(tend(self.target, self.stopping, self.out.error))
         return {"consumers": concurrency, "batch_jobs": batch or 1, "empty_poll_pause_ms": EMPTY_POLL_PAUSE_S * 1000,
-                **applied(self.system)}
+                **applied(self.system), **job_work.settings()}
 
-    async def consume(self, conn: Any, batch: int) -> None:
+    async def consume(self, conn: Any, batch: int, job_work: JobWork) -> None:
         """dequeue(batch) -> ack(ids) -> report, until `stop`; a failure is reported, the connection
         replaced after a back-off (once per outage: a failure like the last one is not repeated)."""
         last_error: str | None = None
@@ -363,7 +366,7 @@ class PullInstance:
                         conn = await self.system.connect(self.target, "consumer")
                     dequeue, ack = await self.system.operations(conn)
                     last_error = None
-                    await self._loop(dequeue, ack, batch)
+                    await self._loop(dequeue, ack, batch, job_work)
                 except Exception as err:
                     if (text := one_line(err)) != last_error:
                         self.out.error(f"{self.system.name} consumer: {text}")
@@ -373,8 +376,9 @@ class PullInstance:
         finally:
             await closed(conn)
 
-    async def _loop(self, dequeue: Callable[[int], Any], ack: Callable[[Sequence[Any]], Any], batch: int) -> None:
-        """dequeue -> the jobs reported handled (the no-op handler ran) -> ack, as a worker library
+    async def _loop(self, dequeue: Callable[[int], Any], ack: Callable[[Sequence[Any]], Any], batch: int,
+                    job_work: JobWork) -> None:
+        """dequeue -> the jobs' work -> the jobs reported handled -> ack, as a worker library
         runs its handler before it marks the job done: a consumer killed between the two has done
         the work, and a redelivery of those jobs is a duplicate, as it would be in production."""
         while not self.stopping.is_set():
@@ -382,6 +386,8 @@ class PullInstance:
             if not jobs:
                 await asyncio.sleep(EMPTY_POLL_PAUSE_S)
                 continue
+            if job_work:
+                await job_work.run(len(jobs))
             t_ns = now_ns()
             seqs, ids = self.seqs_of(jobs)
             self.out.handled(seqs, t_ns)
@@ -436,8 +442,12 @@ async def answer(request: dict[str, Any], instance: WorkerInstance | PullInstanc
         out.line({"enqueued": [[p["seq"], t_ns] for p in payloads]})
     elif op == "work":
         batch = request.get("batch")
+        try:
+            job_work = JobWork.from_request(request.get("job_work"))
+        except ValueError as err:
+            raise Refused(str(err)) from None
         return {"settings": await instance.work(int(request["concurrency"]), None if batch is None else int(batch),
-                                                bool(request.get("continuous")))}
+                                                bool(request.get("continuous")), job_work)}
     elif op == "stop":
         await instance.stop()
     elif op == "hold_pool":

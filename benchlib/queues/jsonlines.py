@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from benchlib.errors import BenchError
 from benchlib.provision.lifetime import dies_with_us, ended
 from benchlib.queues.base import Capabilities, Handled
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 LINE_LIMIT = 1 << 24  # a batched `handled` line may be long
 STOP_GRACE_S = 5.0
@@ -163,11 +164,16 @@ class Adapter:
         await self.request(op="produce", payloads=[json.loads(p) for p in payloads])
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         self.handled = handled
+        work = {"job_work": job_work.request()} if job_work else {}  # none: the request of before the axis
         reply = await self.request(op="work", concurrency=concurrency,
-                                   batch=batch if self.hello.get("batch") else None, continuous=continuous)
+                                   batch=batch if self.hello.get("batch") else None, continuous=continuous, **work)
         self.ran_with = reply.get("settings") or {}
+        if not all(self.ran_with.get(k) == v for k, v in job_work.settings().items()):
+            await self.request(op="stop")  # an adapter of before the axis: its handlers would do no work
+            raise AdapterError(f"the {self.name} adapter (pid {self.proc.pid}) did not confirm job_work {job_work}: "
+                               "its work reply must give it (CONTRACT.md, work)")
         await stop.wait()
         await self.request(op="stop")
 

@@ -29,6 +29,7 @@ from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
 
 from benchlib.queues.base import Capabilities, Handled, run_sql, until_stopped
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "benchlib_pgqueuer"
 ENTRYPOINT = "noop"
@@ -74,7 +75,7 @@ class Session:
             return [int(i) for i in ids]
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         conns = await asyncio.gather(*(self.connect() for _ in range(concurrency)))
         managers = []
         for conn in conns:
@@ -82,6 +83,8 @@ class Session:
 
             @qm.entrypoint(ENTRYPOINT)
             async def noop(job: Job) -> None:
+                if job_work:
+                    await job_work.run()
                 handled(json.loads(job.payload)["seq"], None)
 
             managers.append(qm)

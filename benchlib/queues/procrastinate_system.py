@@ -35,6 +35,7 @@ import procrastinate
 from psycopg.conninfo import make_conninfo
 
 from benchlib.queues.base import Capabilities, Handled, number_of, run_sql, until_stopped
+from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "benchlib_procrastinate"
 POLLING_INTERVAL_S = 5.0  # procrastinate's default: how long an idle worker waits when no NOTIFY comes
@@ -57,6 +58,7 @@ class Session:
         self.rescue = rescue or {}  # the stalled-jobs retry's settings; empty: none (the default)
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.handled: Handled | None = None
+        self.job_work: JobWork = NO_WORK
         self.producer: Any = None  # (open app, its noop task): opened once, as a service opens it at start
         self.producing = asyncio.Lock()
         self.working: procrastinate.App | None = None  # the workers' app while they run
@@ -76,6 +78,8 @@ class Session:
 
         @app.task(name="noop")
         async def noop(seq: int, **_: Any) -> None:
+            if self.job_work:
+                await self.job_work.run()
             self.handled(seq, None)
 
         self.task = noop
@@ -114,8 +118,8 @@ class Session:
             return list(await task.batch_defer_async(*(json.loads(p) for p in payloads)))
 
     async def work(self, concurrency: int, batch: int | None, handled: Handled, stop: asyncio.Event,
-                   continuous: bool = False) -> None:
-        self.handled = handled
+                   continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
+        self.handled, self.job_work = handled, job_work
         # one connection per job in flight, one for fetching (and listening), one spare
         app = self.app(concurrency + 2)
         if self.rescue:  # its periodic deferrer and the task run inside run_worker_async, beside our jobs

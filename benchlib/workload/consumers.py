@@ -30,6 +30,7 @@ from typing import Any
 from benchlib.measure import now_ns
 from benchlib.queues.base import Handled, closed
 from benchlib.workload import drivers, pacing
+from benchlib.workload.job_work import NO_WORK, JobWork
 from benchlib.workload.ledger import Ledger
 
 POLL_S = 0.005  # a pull consumer's pause after finding nothing (our designs' "poll interval")
@@ -59,7 +60,8 @@ class InProcess:
     """`consumers` consumers of `system` (an instance of a registered class) at `batch`, and its
     producers' enqueues, in this process; `handled(seq, t_ns)` for a worker library's reports,
     `handled_id(id, t_ns)` for the harness's own consumers' (or `sink`, a Ledger by id they
-    record into directly); a ticked log ticked every `tick_s`.
+    record into directly); a ticked log ticked every `tick_s`. Every kind's handler does
+    `job_work` (job_work.py; none by default) before it reports a job.
 
     A closed-loop study's consumers end on their own: `done()` (checked by a pull consumer before
     each dequeue), or no job handled for `idle_s` (`sink.last_progress_ns`; what is left then
@@ -70,8 +72,10 @@ class InProcess:
     def __init__(self, system: Any, target: Any, consumers: int, batch: int | None, handled: Handled | None,
                  handled_id: Callable[[Any, int], None] | None = None, *, sink: Ledger | None = None,
                  poll_s: float = POLL_S, tick_s: float = 0.1, done: Callable[[], bool] | None = None,
-                 idle_s: float | None = None, continuous: bool = True, kind: str | None = None) -> None:
+                 idle_s: float | None = None, continuous: bool = True, kind: str | None = None,
+                 job_work: JobWork = NO_WORK) -> None:
         self.system, self.target, self.consumers, self.batch = system, target, consumers, batch
+        self.job_work = job_work
         self.handled, self.poll_s, self.tick_s = handled, poll_s, tick_s
         if idle_s is not None and sink is None:
             raise ValueError("idle_s reads the progress of a Ledger: give `sink`")
@@ -93,7 +97,7 @@ class InProcess:
         self.settings: dict[str, Any] = (
             system.settings(consumers, batch) if self.kind == "worker" else
             {"consumers": consumers, "batch_jobs": batch or 1, "empty_poll_pause_ms": poll_s * 1000,
-             **({"tick_interval_ms": tick_s * 1000} if self.kind == "log" else {})})
+             **({"tick_interval_ms": tick_s * 1000} if self.kind == "log" else {})}) | job_work.settings()
 
     async def open(self) -> Any:
         """A worker library's session, entered once (close() exits it): for a study that installs
@@ -133,18 +137,19 @@ class InProcess:
         if self.kind == "worker":
             self.tasks.append(asyncio.create_task(
                 self.session.work(self.consumers, self.batch if self.system.caps.batch_knob else None,
-                                  self.handled, self.stop, self.continuous)))
+                                  self.handled, self.stop, self.continuous, self.job_work)))
             return
         self.conns = await self._connected(self.consumers, "consumer")
         stop, done = self.stop.is_set, self.done
         until = stop if done is None else (lambda: stop() or done())
         for j, conn in enumerate(self.conns):
             if self.kind == "log":
-                run = drivers.log_member(self.system, conn, GROUP, self._member(j), self.sink, until, self.poll_s)
+                run = drivers.log_member(self.system, conn, GROUP, self._member(j), self.sink, until, self.poll_s,
+                                         self.job_work)
             else:
                 self.ops.append(ops := drivers.Ops())
                 run = drivers.pull(self.system, conn, self.batch or 1, self.sink, ops, until, self.idle_ns,
-                                   pause_s=self.poll_s)
+                                   pause_s=self.poll_s, job_work=self.job_work)
             self.tasks.append(asyncio.create_task(run))
         if self.kind == "log":
             ticker = await self.target.connect()

@@ -4,8 +4,9 @@
   call with the monotonic ns clock; a job counts as handled when its ack returned.
 - log: a registered member of a consumer group claims a tick batch, reads its events,
   finishes the batch (rotation, PgQ).
-- worker: the library runs its own workers and calls our no-op handler, which reports
-  the job (by the sequence number in its payload) and when it ran.
+- worker: the library runs its own workers and calls our handler, which does the job's work
+  (none by default, job_work.py) and reports the job (by the sequence number in its
+  payload) and when it ran.
 
 The pull loop is the harness's hottest code (at batch 1 a job is two statements and
 two trips through this loop): it binds everything it calls to locals, reads the clock
@@ -21,6 +22,7 @@ from typing import Any
 
 from benchlib.measure import Latencies, now_ns
 from benchlib.provision.deadlines import no_answer
+from benchlib.workload.job_work import NO_WORK, JobWork
 from benchlib.workload.ledger import Ledger
 
 EMPTY_POLL_PAUSE_S = 0.001  # back-off after an empty dequeue, so the tail is not a busy loop
@@ -36,9 +38,10 @@ class Ops:
 
 
 async def pull(queue: Any, conn: Any, batch: int, ledger: Ledger, ops: Ops, done: Callable[[], bool],
-               idle_ns: int | None = None, pause_s: float = EMPTY_POLL_PAUSE_S) -> None:
-    """dequeue(batch) -> ack(ids) until `done()`; with `idle_ns`, also stop once no consumer
-    has made progress for that long (whatever is left is then reported as lost, never a hang)."""
+               idle_ns: int | None = None, pause_s: float = EMPTY_POLL_PAUSE_S, job_work: JobWork = NO_WORK) -> None:
+    """dequeue(batch) -> the jobs' work (job_work.py) -> ack(ids) until `done()`; with `idle_ns`, also
+    stop once no consumer has made progress for that long (whatever is left is then reported as
+    lost, never a hang)."""
     dequeue, ack = await queue.operations(conn)
     add_dequeue, add_ack = ops.dequeue.ns.append, ops.ack.ns.append
     handled, clock = ledger.handled, now_ns
@@ -58,6 +61,9 @@ async def pull(queue: Any, conn: Any, batch: int, ledger: Ledger, ops: Ops, done
                 break
             await asyncio.sleep(pause_s)
             continue
+        if job_work:
+            await job_work.run(len(jobs))
+            t1 = clock()  # the ack's latency starts after the work
         ids = [job[0] for job in jobs]
         ledger.last_progress_ns = t1
         try:
@@ -70,14 +76,16 @@ async def pull(queue: Any, conn: Any, batch: int, ledger: Ledger, ops: Ops, done
 
 
 async def log_member(queue: Any, conn: Any, group: str, member: str, ledger: Ledger, done: Callable[[], bool],
-                     pause_s: float = 0.005) -> None:
-    """A registered member of `group`: next batch -> its events -> finish, until `done()`."""
+                     pause_s: float = 0.005, job_work: JobWork = NO_WORK) -> None:
+    """A registered member of `group`: next batch -> its events -> their work -> finish, until `done()`."""
     while not done():
         batch_id = await queue.next_batch(conn, group, member)
         if batch_id is None:
             await asyncio.sleep(pause_s)
             continue
         events = await queue.get_batch_events(conn, batch_id)
+        if job_work and events:
+            await job_work.run(len(events))
         await queue.finish_batch(conn, batch_id)
         ledger.handled([e[0] for e in events], now_ns())
 

@@ -86,6 +86,7 @@ from benchlib.runner import Cell, Rows
 from benchlib.workload.producers import ProducerProcess
 from benchlib.workload import drivers, pacing, sampler
 from benchlib.workload.consumers import POLL_S, InProcess
+from benchlib.workload.job_work import NO_WORK, JobWork
 from benchlib.workload.ledger import NONE, Ledger, Reconciled
 
 STUDY = "capacity"
@@ -435,11 +436,12 @@ async def _server_counters(conn: Any) -> dict[str, float]:
 
 
 async def run_step(target: Any, system: Any, consumers: int, batch: int | None, plan: StepPlan,
-                   p: Params, producer: ProducerProcess | None = None) -> dict[str, Any]:
+                   p: Params, producer: ProducerProcess | None = None, job_work: JobWork = NO_WORK) -> dict[str, Any]:
     """One step: fresh state, producers at plan.rate, warm-up, window, drain, reconcile, verdict.
 
     `producer`: the cell's producer process (producers.py), where the producers run apart
-    (Params.producers_run); without one, the step starts and stops its own."""
+    (Params.producers_run); without one, the step starts and stops its own. `job_work`: what each
+    job's handler does (workload/job_work.py; this study's own steps: none)."""
     worker = system.kind == "worker"
     apart = p.producers_run == "apart"
     own = apart and producer is None
@@ -450,7 +452,8 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
     stop_producing = asyncio.Event()
     out = pacing.Producers()
     consumers_of = InProcess(system, target, consumers, batch, drivers.worker_handler(ledger), sink=ledger,
-                             poll_s=POLL_S, kind=system.kind)  # a ticked log through its pull operations
+                             poll_s=POLL_S, kind=system.kind,  # a ticked log through its pull operations
+                             job_work=job_work)
     conns: list[Any] = []
     tasks: list[asyncio.Task] = []
     postgres = target.backend == "postgres"

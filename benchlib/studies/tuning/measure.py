@@ -30,6 +30,10 @@ confirmation at round 0's configuration and bracket, the systems in reversed ord
 searches the default configuration's capacity (the library's own settings at
 `default_concurrency`) where it is not the best: a probe ranks at saturation, a capacity needs a
 small backlog kept small, and the two can disagree; the report compares the two held rates.
+
+Every probe and step runs the profile's **job work** (`job_work`, workload/job_work.py): none by
+default, as in the capacity study, so a default configuration's rate here and there compare;
+"wait 1 ms" gives jobs the published cross-system run's work, where concurrency is the lever.
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity import measure as capacity
 from benchlib.workload import drivers, pacing
 from benchlib.workload.consumers import InProcess
+from benchlib.workload.job_work import JobWork
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.producers import ProducerProcess
 
@@ -93,6 +98,7 @@ class Params:
     producers: int = 2
     max_rate: float = 100_000.0
     settings: dict[str, str] = field(default_factory=dict)
+    job_work: str = "none"  # what each job's handler does: none | wait N ms | cpu N ms (workload/job_work.py)
     pg_major: int | None = None
 
     def __post_init__(self) -> None:
@@ -114,6 +120,7 @@ class Params:
             "max_steps": check.positive_int("max_steps", self.max_steps),
             "producers": check.positive_int("producers", self.producers),
             "settings": dict(self.settings),
+            "job_work": str(_job_work(self.job_work)),
         }
         if fixed["default_concurrency"] not in fixed["concurrency"]:
             raise BenchError(f"default_concurrency ({fixed['default_concurrency']}) must be one of concurrency "
@@ -132,6 +139,13 @@ class Params:
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
         capacity_params(self, fixed["systems"][0])  # the capacity steps' parameters are checked there too
+
+
+def _job_work(text: Any) -> JobWork:
+    try:
+        return JobWork.parse(text)
+    except ValueError as err:
+        raise BenchError(str(err)) from None
 
 
 def capacity_params(p: Params, system: str) -> capacity.Params:
@@ -217,7 +231,7 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
     """One configuration's rate at saturation (the module's docstring says how)."""
     ledger = Ledger(by_seq=system.kind == "worker")
     consumers = InProcess(system, target, config.concurrency, config.batch, drivers.worker_handler(ledger),
-                          sink=ledger, kind=system.kind)
+                          sink=ledger, kind=system.kind, job_work=JobWork.parse(p.job_work))
     backlog = backlog_for(p, expected)
     dry_at: int | None = None
     try:
@@ -284,6 +298,7 @@ PROBES: Schema = {
     "round": (pl.Int64, "0 (probes run in the first round only)"),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
     "kind": (pl.String, "pull | worker"),
+    "job_work": (pl.String, "what each job's handler did before reporting it: none | wait N ms | cpu N ms (METHOD.md)"),
     "purpose": (pl.String, "probe | warmup (the system's first probe run once before, discarded)"),
     "variant": (pl.String, "default (the library's own settings) | tuned (queues/documented.yaml)"),
     "consumers": (pl.Int64, "concurrency: pull consumers (a connection each) or a worker library's in-flight jobs"),
@@ -313,6 +328,7 @@ _CAPACITY_PARTS = ("start_rate", "start_from")
 STEPS: Schema = {
     **{k: v for k, v in capacity.STEPS.items() if k not in _CAPACITY_PARTS},
     "role": (pl.String, "best (the best probe's configuration) | default (the library's own, at default_concurrency)"),
+    "job_work": (pl.String, "what each job's handler did before reporting it: none | wait N ms | cpu N ms (METHOD.md)"),
     "variant": (pl.String, "the configuration's variant (default | tuned)"),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
 }
@@ -321,6 +337,7 @@ RESULTS: Schema = {
     "backend": (pl.String, ""),
     "system": (pl.String, ""),
     "kind": (pl.String, ""),
+    "job_work": (pl.String, "what each job's handler did before reporting it: none | wait N ms | cpu N ms (METHOD.md)"),
     "round": (pl.Int64, "0: probes, search and confirmation; later rounds repeat the confirmation"),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
     "role": (pl.String, "best: the best probe's configuration | default: the library's own at default_concurrency "
@@ -359,8 +376,8 @@ async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) 
         purpose = WARMUP if i == 0 else "probe"
         guess = expected
         for attempt in (0, 1):
-            row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "purpose": purpose, "attempt": attempt,
-                   "started_at": utc_now(), **config.as_row()}
+            row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "job_work": p.job_work,
+                   "purpose": purpose, "attempt": attempt, "started_at": utc_now(), **config.as_row()}
             try:
                 row |= await probe(target, queues.get(name, p.backend, config.settings), config, p, guess)
             except Exception as err:  # a configuration that failed is a row with its reason
@@ -396,13 +413,15 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
 
     async def attempt(rate: float, seconds: float, purpose: str) -> str:
         for again in (False, True):
-            row = {"backend": p.backend, "kind": system.kind, "role": role, "variant": config.variant,
+            row = {"backend": p.backend, "kind": system.kind, "job_work": p.job_work, "role": role,
+                   "variant": config.variant,
                    "consumers": config.concurrency,
                    "batch": config.batch, "step": len(rows), "purpose": "repeat" if again else purpose,
                    "started_at": utc_now()}
             try:
                 row |= await capacity.run_step(target, system, config.concurrency, config.batch,
-                                               capacity.StepPlan(rate, seconds, purpose), cap, producer)
+                                               capacity.StepPlan(rate, seconds, purpose), cap, producer,
+                                               JobWork.parse(p.job_work))
             except Exception as err:
                 reason = kept_reason(err)
                 row |= {"rate": rate, "window_s": seconds, "warmup_s": p.warmup_s, "verdict": "fail",
@@ -463,7 +482,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     """Round 0: every probe, then the best configuration's capacity (and, where it is another, the
     default configuration's, in this round only); a later round: the best's confirmation again."""
     name, rnd = cell.parts["system"], cell.parts["round"]
-    base = {"backend": p.backend, "kind": queues.QUEUES[name].kind}
+    base = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "job_work": p.job_work}
     probes: list[dict[str, Any]] = []
     if rnd == 0:
         probes = await _probes(p, name, target, step)
@@ -555,7 +574,8 @@ async def finish(p: Params, target: Any, state: dict) -> None:
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
-    return {"results": [{"backend": p.backend, "kind": queues.QUEUES[cell.parts["system"]].kind, "error": reason}]}
+    return {"results": [{"backend": p.backend, "kind": queues.QUEUES[cell.parts["system"]].kind,
+                         "job_work": p.job_work, "error": reason}]}
 
 
 __all__ = ["Config", "Params", "STUDY", "best_probe", "clean", "grid", "probe"]

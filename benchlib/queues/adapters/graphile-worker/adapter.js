@@ -5,7 +5,7 @@ process.env.NO_LOG_SUCCESS ??= '1' // its documented switch: no log line built p
 const pg = require('pg')
 const { run, runMigrations, makeWorkerUtils, Logger } = require('graphile-worker')
 const { version } = require('graphile-worker/package.json')
-const { serve, readSettings, handled, enqueued, error, poolOps } = require('./wire')
+const { serve, readSettings, handled, enqueued, error, poolOps, jobWork } = require('./wire')
 
 const SCHEMA = 'graphile_worker'
 const TASK = 'bench'
@@ -86,8 +86,12 @@ async function addJobs (payloads) {
 
 // run() with `concurrency` workers; a batch B turns on its localQueue of size B (the
 // pool fetches and locks B jobs at once and serves its workers from them).
-async function work ({ concurrency, batch }) {
+async function work ({ concurrency, batch, job_work: given }) {
   if (running) throw new Error('workers are already running')
+  const perJob = jobWork(given)
+  const task = perJob.run // the job's work (none: nothing), then report, return
+    ? async payload => { await perJob.run(1); handled(payload?.seq) }
+    : payload => { handled(payload?.seq) }
   const maxPoolSize = Math.max(10, concurrency + 2) // graphile-worker's own advice
   const pool = new pg.Pool({ connectionString: DSN, max: maxPoolSize })
   // both handlers, as graphile-worker asks of a pool it is given: an idle or a
@@ -102,7 +106,7 @@ async function work ({ concurrency, batch }) {
     pollInterval: POLL_INTERVAL_MS,
     noHandleSignals: true, // the harness ends us through stdin
     logger,
-    taskList: { [TASK]: payload => { handled(payload?.seq) } }, // the no-op: report, return
+    taskList: { [TASK]: task },
     preset: {
       worker: {
         localQueue: { size: localQueueSize },
@@ -116,7 +120,9 @@ async function work ({ concurrency, batch }) {
   // `continuous` changes nothing: run() keeps listening whether or not a producer runs.
   // No ceiling_jobs_per_s: none of its settings caps the rate (the poll interval only
   // paces a worker that found nothing)
-  return { settings: { ...numbers(hello().settings), concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize } }
+  return {
+    settings: { ...numbers(hello().settings), concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize, ...perJob.settings }
+  }
 }
 
 // runner.stop() waits for running jobs, but graphile-worker does not await a job's

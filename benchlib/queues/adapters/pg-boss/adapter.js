@@ -5,7 +5,7 @@ const crypto = require('node:crypto')
 const pg = require('pg')
 const PgBoss = require('pg-boss')
 const { version } = require('pg-boss/package.json')
-const { serve, readSettings, handled, enqueued, error, now, poolOps } = require('./wire')
+const { serve, readSettings, handled, enqueued, error, now, poolOps, jobWork } = require('./wire')
 
 const SCHEMA = 'pgboss'
 const QUEUE = 'bench'
@@ -118,24 +118,26 @@ async function insert (payloads) {
 }
 
 // C work() loops, each fetching up to B jobs, then sleeping out its polling interval.
-async function work ({ concurrency, batch, continuous }) {
+async function work ({ concurrency, batch, continuous, job_work: given }) {
   if (running) throw new Error('workers are already running')
+  const perJob = jobWork(given)
   const pool = poolFor(Math.max(10, concurrency + 2)) // one connection per loop, plus maintenance
   const db = trackedDb(pool)
   const boss = await bossOn(db, { pollingIntervalSeconds: POLLING_INTERVAL_S }).start()
     .catch(async err => { await pool.end(); throw err })
   running = { boss, pool, db }
   const batchSize = batch || 1
-  const noop = async jobs => { // report, return: pg-boss then completes the batch
+  const noop = async fetched => { // the jobs' work (none: nothing), report, return: pg-boss then completes them
+    if (perJob.run) await perJob.run(fetched.length)
     const t = now()
-    for (const job of jobs) handled(job.data?.seq, t)
+    for (const job of fetched) handled(job.data?.seq, t)
   }
   for (let i = 0; i < concurrency; i++) {
     await boss.work(QUEUE, { batchSize, pollingIntervalSeconds: POLLING_INTERVAL_S }, noop)
   }
   // `continuous` changes nothing: the loops poll whether or not a producer runs
   return { settings: { ...numbers(hello().settings), workers: concurrency, batch_size: batchSize, continuous: !!continuous,
-    pool_max_conns: pool.options.max, ceiling_jobs_per_s: concurrency * batchSize / POLLING_INTERVAL_S } }
+    pool_max_conns: pool.options.max, ceiling_jobs_per_s: concurrency * batchSize / POLLING_INTERVAL_S, ...perJob.settings } }
 }
 
 // offWork ends each loop after its current fetch; every query a loop makes next

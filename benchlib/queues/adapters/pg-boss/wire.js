@@ -2,6 +2,7 @@
 // The adapter's side of benchlib's JSON-lines worker contract v2 (../CONTRACT.md):
 // one writer for stdout, `handled` events batched, every request served concurrently.
 const readline = require('node:readline')
+const { setTimeout: waitMs } = require('node:timers/promises')
 
 // One write call per line: Node writes to a pipe synchronously on Linux and this
 // process has one thread, so lines never interleave.
@@ -177,4 +178,18 @@ function serve (system) {
   })
 }
 
-module.exports = { serve, readSettings, handled, enqueued, error, now, poolOps }
+// The `job_work` of a work request (../CONTRACT.md): what each job's handler does before
+// it reports the job. `run(jobs)`: a wait of `ms` for the jobs a handler got together,
+// or `ms` of busy CPU per job; null (no job_work): nothing, the no-op handler of before.
+// `settings`: the work in force, for the work reply. A bad job_work throws one line.
+function jobWork (given) {
+  if (given == null) return { run: null, settings: {} }
+  const { kind, ms } = given
+  if (!['wait', 'cpu'].includes(kind) || !(ms > 0 && ms <= 1000)) {
+    throw new Error(`job_work ${JSON.stringify(given)}: kind wait or cpu, ms above 0 and at most 1000`)
+  }
+  const spin = jobs => { for (const end = performance.now() + ms * jobs; performance.now() < end;); }
+  return { run: kind === 'wait' ? () => waitMs(ms) : spin, settings: { [`job_${kind}_ms`]: ms } }
+}
+
+module.exports = { serve, readSettings, handled, enqueued, error, now, poolOps, jobWork }

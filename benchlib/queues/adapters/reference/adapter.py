@@ -54,6 +54,17 @@ def send(message: dict) -> None:
     sys.stdout.flush()
 
 
+async def do_work(job_work: dict, jobs: int) -> None:
+    """The work of `jobs` jobs fetched together (CONTRACT.md, `job_work`): a wait of `ms` for
+    them all, as a handler awaiting one call per job would; or `ms` of busy CPU per job."""
+    if job_work["kind"] == "wait":
+        await asyncio.sleep(job_work["ms"] / 1000)
+        return
+    end = time.perf_counter_ns() + int(job_work["ms"] * jobs * 1e6)
+    while time.perf_counter_ns() < end:
+        pass
+
+
 class Workers:
     def __init__(self, dsn: str, pause_s: float) -> None:
         self.dsn, self.pause_s = dsn, pause_s
@@ -61,19 +72,21 @@ class Workers:
         self.stopping = asyncio.Event()
         self.continuous = False
 
-    async def start(self, concurrency: int, batch: int | None, continuous: bool) -> None:
+    async def start(self, concurrency: int, batch: int | None, continuous: bool, job_work: dict | None) -> None:
         self.stopping.clear()
         self.continuous = continuous
         conns = [await asyncpg.connect(self.dsn) for _ in range(concurrency)]
-        self.tasks = [asyncio.create_task(self.loop(c, batch or 1)) for c in conns]
+        self.tasks = [asyncio.create_task(self.loop(c, batch or 1, job_work)) for c in conns]
 
-    async def loop(self, conn: asyncpg.Connection, batch: int) -> None:
+    async def loop(self, conn: asyncpg.Connection, batch: int, job_work: dict | None) -> None:
         try:
             while not self.stopping.is_set():
                 rows = await conn.fetch(SQL["dequeue"], batch)
                 if not rows:
                     await asyncio.sleep(self.pause_s)
                     continue
+                if job_work:
+                    await do_work(job_work, len(rows))
                 t = time.monotonic_ns()  # CLOCK_MONOTONIC, as the contract asks
                 send({"handled": [[r["seq"], t] for r in rows]})
                 await conn.execute(SQL["ack"], [r["id"] for r in rows])
@@ -106,8 +119,13 @@ async def handle(request: dict, workers: Workers) -> dict:
         finally:
             await conn.close()
     if op == "work":
-        await workers.start(int(request["concurrency"]), request.get("batch"), bool(request.get("continuous")))
-        return {"ok": True}
+        job_work = request.get("job_work")
+        if job_work is not None and (job_work.get("kind") not in ("wait", "cpu")
+                                     or not 0 < float(job_work.get("ms", 0)) <= 1000):
+            return {"ok": False, "error": f"job_work {job_work!r}: kind wait or cpu, ms above 0 and at most 1000"}
+        await workers.start(int(request["concurrency"]), request.get("batch"), bool(request.get("continuous")),
+                            job_work)
+        return {"ok": True, "settings": {f"job_{job_work['kind']}_ms": job_work["ms"]} if job_work else {}}
     if op == "stop":
         await workers.stop()
         return {"ok": True}

@@ -21,6 +21,7 @@ type request struct {
 	Concurrency int               `json:"concurrency"`
 	Batch       *int              `json:"batch"`
 	Continuous  bool              `json:"continuous"`
+	JobWork     *jobWork          `json:"job_work"`
 	WithinS     float64           `json:"within_s"`
 }
 
@@ -100,7 +101,10 @@ func handle(ctx context.Context, sys *system, req *request) (map[string]any, err
 		if req.Concurrency < 1 {
 			return nil, fmt.Errorf("work needs concurrency >= 1, got %d", req.Concurrency)
 		}
-		settings, err := sys.Work(ctx, req.Concurrency)
+		if err := req.JobWork.check(); err != nil {
+			return nil, err
+		}
+		settings, err := sys.Work(ctx, req.Concurrency, req.JobWork)
 		return map[string]any{"ok": true, "settings": settings}, err
 	case "stop":
 		sys.ReleasePool() // the workers' last queries need their connections

@@ -15,7 +15,7 @@ import (
 // Work starts a River client whose default queue runs `concurrency` workers. The
 // same client serves a backlog and a live producer: LISTEN/NOTIFY wakes it for new
 // jobs, so `continuous` changes nothing here.
-func (s *system) Work(ctx context.Context, concurrency int) (map[string]any, error) {
+func (s *system) Work(ctx context.Context, concurrency int, work *jobWork) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.worker != nil {
@@ -25,7 +25,8 @@ func (s *system) Work(ctx context.Context, concurrency int) (map[string]any, err
 	defer s.dbMu.RUnlock()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, job *river.Job[workArgs]) error {
-		s.w.Handled(job.Args.Seq) // the no-op handler: report, return
+		work.run() // the job's work (none: nothing), then report, return
+		s.w.Handled(job.Args.Seq)
 		return nil
 	}))
 	config := s.config()
@@ -50,6 +51,7 @@ func (s *system) Work(ctx context.Context, concurrency int) (map[string]any, err
 		}
 	}
 	reply["max_workers"], reply["fetch_limit_jobs"] = concurrency, concurrency
+	work.describe(reply)
 	reply["ceiling_jobs_per_s"] = float64(concurrency) * float64(time.Second) / float64(s.settings.FetchCooldown)
 	return reply, nil
 }

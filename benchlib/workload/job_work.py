@@ -78,8 +78,6 @@ class JobWork:
             spin(self.ms * jobs)
 
 
-NO_WORK = JobWork()
-
 
 def spin(ms: float) -> None:
     """Keep this thread busy for `ms` milliseconds of wall time."""
@@ -98,3 +96,6 @@ def _refusal(kind: Any, ms: Any) -> str | None:
     if not 0 < ms <= MAX_MS:
         return f"job work {kind} {ms!r} ms: give more than 0 and at most {MAX_MS:g} ms"
     return None
+
+
+NO_WORK = JobWork()  # the default everywhere: the handlers of before the axis

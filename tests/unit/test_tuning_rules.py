@@ -191,3 +191,20 @@ def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatc
     assert "For b, the configuration fastest at saturation held less than the defaults" in text[2]
     assert text[3].startswith("2 products ran best at the largest concurrency searched") and text[3].endswith("a, b.")
     assert "one probe window of 5 s" in report.spread(tables, manifests)
+
+
+@pytest.mark.parametrize("work, says", [("none", "Jobs do no work:"),
+                                        ("wait 1 ms", "Each job's handler does its work (wait 1 ms), then records")])
+def test_the_page_says_what_work_each_job_did(work, says):
+    from pathlib import Path
+
+    from benchlib import report as rendering
+    from benchlib.studies.tuning import report as page
+
+    probes, results = _tables()
+    manifests = [{"params": {"default_concurrency": 4, "rounds": 3, "probe_s": 5, "concurrency": [4, 16, 64],
+                             "job_work": work}}]
+    ctx = page.context({"probes": probes, "results": results}, manifests, lambda name, chart: Path(f"{name}.svg"),
+                       lambda *a, **k: {})
+    text = rendering._env().get_template("tuning/report.md.j2").render(s=ctx)
+    assert says in text and ("do no work" in text) == (work == "none")

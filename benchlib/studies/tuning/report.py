@@ -111,6 +111,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "params": p,
         "rounds": plural(p.get("rounds", 1), "round"),
         "probe_s": f"{p.get('probe_s', 0):g}",
+        "job_work": p.get("job_work", "none"),  # runs of before the axis: none
         "default_concurrency": dc,
         "sources": sources,
         "max_connections": (server.get("settings_non_default") or {}).get("max_connections"),

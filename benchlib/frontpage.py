@@ -6,7 +6,8 @@ install. Each study contributes the columns it can answer (its report module's
 side in three tables: the products on PostgreSQL, our reference designs on PostgreSQL,
 and every system on another backend (a row `<system> (<backend>)`). A product's variant
 (river-fast: its documented fast settings) shares the product's row: the variant's value
-where it has one, the default's beside it.
+where it has one, the default's beside it. Two studies that answer one column (capacity's
+rate at the defaults, tuning's at the best configuration) share its cell, in study order.
 """
 from __future__ import annotations
 
@@ -21,26 +22,33 @@ def scorecards(columns: list[dict[str, dict[str, str]]], versions: dict[str, str
     """{"products", "references", "elsewhere"}: each a table of the rows it has, with only the
     columns some row of it fills."""
     names = [n for n in order if any(n in c for c in columns)]
-    cells: dict[str, dict[str, str]] = {}
+    answers: dict[str, dict[str, list[str]]] = {}  # row -> column -> each study's answer, in study order
     for study in columns:
         for name, values in study.items():
-            cells.setdefault(name, {}).update(values)
+            for col, value in values.items():
+                if value != DASH:
+                    answers.setdefault(name, {}).setdefault(col, []).append(value)
+    cells = {name: {col: values[0] for col, values in cols.items()} for name, cols in answers.items()}
     heads = list(dict.fromkeys(col for study in columns for values in study.values() for col in values))
     groups: dict[str, dict[str, dict[str, str]]] = {"products": {}, "references": {}, "elsewhere": {}}
     for name in names:
         if " (" in name:
-            groups["elsewhere"][name] = cells[name]
+            groups["elsewhere"][name] = dict(cells.get(name, {}))
         elif not features.is_product(name):
-            groups["references"][name] = cells[name]
+            groups["references"][name] = dict(cells.get(name, {}))
         elif (base := features.row_of(name)) != name:
             variant = name.removeprefix(base + "-")
             row = groups["products"].setdefault(base, dict(cells.get(base, {})))
-            for col, value in cells[name].items():
+            for col, value in cells.get(name, {}).items():
                 default = cells.get(base, {}).get(col, DASH)
-                if value != DASH:
-                    row[col] = f"{value} ({variant} settings" + (f"; default {default})" if default != DASH else ")")
+                row[col] = f"{value} ({variant} settings" + (f"; default {default})" if default != DASH else ")")
         else:
-            groups["products"].setdefault(name, {}).update(cells[name])
+            groups["products"].setdefault(name, {}).update(cells.get(name, {}))
+    for rows in groups.values():  # a later study's answer to a column goes after the first's
+        for name, row in rows.items():
+            for col, values in answers.get(name, {}).items():
+                if len(values) > 1:
+                    row[col] = "; ".join([row.get(col, values[0]), *values[1:]])
     out = {}
     for group, rows in groups.items():
         used = [h for h in heads if any(r.get(h, DASH) != DASH for r in rows.values())]

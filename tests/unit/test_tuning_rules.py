@@ -134,7 +134,7 @@ def _tables():
     results.append({"system": "a", "kind": "worker", "role": "default", "round": 0, "passed": 30.0, "confirmed": True,
                     "error": None})
     results.append({"system": "b", "kind": "pull", "role": "best", "round": 0, "passed": 8_000.0, "confirmed": True,
-                    "error": None})
+                    "bound": "bracket", "error": None})
     results.append({"system": "b", "kind": "pull", "role": "default", "round": 0, "passed": 9_000.0, "confirmed": True,
                     "error": None})
     return _frame(probes, PROBES), _frame(results, RESULTS)
@@ -183,7 +183,7 @@ def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatc
     tables = {"probes": probes, "results": results, "steps": None}
     card = report.scorecard(tables, manifests)
     # a: its best held 1,400 - 1,600 against 30 at its defaults; b: its defaults held more than its best probe's
-    assert card == {"a": {report.BEST: "1,400–1,600 (47× defaults)"}, "b": {report.BEST: "9,000"}}
+    assert card == {"a": {report.BEST: "tuned 1,400–1,600 (47× defaults)"}, "b": {report.BEST: "tuned 9,000 (its defaults)"}}
     text = [f.text() for f in report.findings(tables, manifests)]
     assert text[0].startswith("Tuned, the products held 47× the rate of their defaults at 4 consumers (1 product); "
                               "a gained most, 47× (concurrency 64, fetch_cooldown_ms 2)")
@@ -191,6 +191,24 @@ def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatc
     assert "For b, the configuration fastest at saturation held less than the defaults" in text[2]
     assert text[3].startswith("2 products ran best at the largest concurrency searched") and text[3].endswith("a, b.")
     assert "one probe window of 5 s" in report.spread(tables, manifests)
+
+
+def test_a_best_the_producers_could_not_feed_is_a_lower_bound_never_ranked_below_the_defaults(monkeypatch):
+    """b's best search ended producer-bound at 8,000 (its defaults held 9,000): the page says at least
+    8,000, confirms nothing, and does not say the best held less than the defaults."""
+    from benchlib.studies.tuning import report
+    probes, results = _tables()
+    results = results.with_columns(pl.when((pl.col("system") == "b") & (pl.col("role") == "best"))
+                                   .then(pl.lit("producer-bound")).otherwise(pl.col("bound")).alias("bound"))
+    b = analysis.summary(probes, results, 4)[1]
+    assert b["producer_bound"] and b["tuned"] == (9_000.0, 9_000.0)
+    row = analysis.table([b], 4).rows[0]
+    assert row["best: held"] == "≥ 8,000" and row["confirmed"] == "–"
+    assert "the producers fell short (≥)" in row["flags"] and "held less than its defaults" not in row["flags"]
+    monkeypatch.setattr(report.features, "is_product", lambda name: True)
+    manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]
+    text = " ".join(f.text() for f in report.findings({"probes": probes, "results": results}, manifests))
+    assert "held less than the defaults" not in text
 
 
 @pytest.mark.parametrize("work, says", [("none", "Jobs do no work:"),

@@ -22,6 +22,7 @@ from benchlib.studies.tuning.measure import best_probe, clean, counted, default_
 from benchlib.tables import Table, fmt, ratio
 
 EDGE = "the largest concurrency searched"
+SHORT = "best: the producers fell short (≥)"  # a search the producers ended (capacity's "producer-bound")
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -68,6 +69,12 @@ def diff(row: dict[str, Any], kind: str) -> str:
     return ", ".join(parts)
 
 
+def _bound(rows: pl.DataFrame) -> str | None:
+    """What ended round 0's search of a role (capacity's `bound`), or None where it did not run."""
+    first = rows.filter(pl.col("error").is_null() & (pl.col("round") == 0))
+    return first["bound"][0] if first.height and "bound" in first.columns else None
+
+
 def _capacity(rows: pl.DataFrame) -> tuple[float, float] | None:
     passed = [v for v in rows.filter(pl.col("error").is_null())["passed"].to_list() if v is not None]
     return (min(passed), max(passed)) if passed else None
@@ -93,6 +100,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
         ran = best_rows.filter(pl.col("error").is_null())
         cap = ceiling(best["settings"]) if best else None
         default_wins = bool(best_cap and default_cap and not same and default_cap[0] > best_cap[0])
+        short = _bound(best_rows) == "producer-bound"
         out.append({
             "system": system, "kind": kind,
             "error": None if ran.height else mine["error"][0],
@@ -103,6 +111,9 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "spread": (min(ok), max(ok)) if ok else None,
             "probes": len(rows), "unclean": len(rows) - len(ok),
             "capacity": best_cap, "default_capacity": default_cap, "default_wins": default_wins,
+            # the producers could not go faster: the best's held rate is a lower bound, never confirmed
+            "producer_bound": short,
+            "default_bound": _bound(best_rows if same else default_rows),
             "tuned": default_cap if default_wins else best_cap,
             "capacity_gain": (best_cap[0] / default_cap[0]) if best_cap and default_cap and not same else None,
             "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
@@ -123,16 +134,19 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
     """The page's main table: per system, its default and best configurations, probed and held."""
     out = []
     for r in rows:
+        short = r.get("producer_bound")
         flags = [f for f, on in ((EDGE, r["edge"]), ("its settings' ceiling", r["at_ceiling"]),
-                                 ("held less than its defaults", r["default_wins"])) if on]
+                                 (SHORT, short),
+                                 ("held less than its defaults", r["default_wins"] and not short)) if on]
+        nothing = r.get("default_bound") == "nothing passed"
         out.append({
             "system": r["system"],
             f"defaults (C={default_concurrency}): probe": fmt(r["default_jobs_s"]) if r["default_jobs_s"] else "–",
-            "defaults: held": _range(r["default_capacity"]),
+            "defaults: held": "nothing passed" if nothing and not r["default_capacity"] else _range(r["default_capacity"]),
             "best probe": fmt(r["best_jobs_s"]) if r["best_jobs_s"] else "–",
             "best probe's settings (vs defaults)": r["diff"] or (r["error"] or "–"),
-            "best: held": _range(r["capacity"]),
-            "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] else "–",
+            "best: held": ("≥ " if short else "") + _range(r["capacity"]),
+            "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] and not short else "–",
             "probe gain": ratio(r["gain"]),
             "spread of probes": _range(r["spread"]),
             "flags": "; ".join(flags) or "–",
@@ -180,5 +194,5 @@ def beside_published(rows: list[dict[str, Any]], theirs: dict[str, Any]) -> list
             continue
         out.append({"system": r["system"], "their peak, jobs/s": fmt(peak["jobs_s"]), "at W": str(peak["workers"]),
                     "our best probe, jobs/s": fmt(r["best_jobs_s"]), "at C": str(r["best"]["consumers"]),
-                    "our capacity there, jobs/s": _range(r["capacity"])})
+                    "our capacity there, jobs/s": ("≥ " if r.get("producer_bound") else "") + _range(r["capacity"])})
     return out

@@ -12,13 +12,14 @@ import polars as pl
 from benchlib import features
 from benchlib.findings import Finding, Ratio, sig
 from benchlib.tables import plural
+from benchlib.studies.capacity.report import KEPT
 from benchlib.studies.tuning import analysis, charts
 
 TITLE = "Tuning: each system at its best configuration"
 PLACE = 1.5  # beside capacity: what a system does configured as its users configure it
 QUESTION = "What does each system keep up with at the settings that serve it best, and how much do they matter?"
 KEY_CHART = "tuning_probes"
-BEST = "tuned capacity, jobs/s"
+BEST = KEPT  # the capacity study's column: the rate at the best configuration beside the defaults'
 
 
 def _params(manifests: list[dict]) -> dict[str, Any]:
@@ -44,9 +45,18 @@ def _gain(r: dict[str, Any]) -> float | None:
 
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """A system's capacity at its tuned configuration, and how many times its defaults' that is."""
-    return {r["system"]: {BEST: _held(r["tuned"]) + (f" ({sig(g)}× defaults)" if (g := _gain(r)) else "")}
-            for r in _summary(tables, manifests)}
+    """A system's capacity at its tuned configuration, and how many times its defaults' (in this run) that is."""
+    return {r["system"]: {BEST: "tuned " + ("≥ " if r["producer_bound"] and not r["default_wins"] else "")
+                          + _held(r["tuned"]) + _beside(r)} for r in _summary(tables, manifests) if r["tuned"]}
+
+
+def _beside(r: dict[str, Any]) -> str:
+    """The tuned rate against the defaults of the same run: a gain, the defaults themselves, or why neither."""
+    if g := _gain(r):
+        return f" ({sig(g)}× defaults)"
+    if r["tuned"] is r["default_capacity"]:
+        return " (its defaults)"
+    return " (defaults: nothing passed)" if r["default_bound"] == "nothing passed" else ""
 
 
 def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
@@ -59,20 +69,22 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     gained = sorted((r for r in products if _gain(r)), key=lambda r: -_gain(r))
     if gained:
         top = gained[0]
-        out.append(Finding("tuning", "Tuned, the products held {span} the rate of their defaults at 4 consumers "
+        out.append(Finding("tuning", "Tuned, the products held {span} the rate of their defaults at {dc} consumers "
                            "({n}); {top} gained most, {gain} ({diff}).",
-                           {"n": plural(len(gained), "product"),
+                           {"n": plural(len(gained), "product"), "dc": _params(manifests).get("default_concurrency", 4),
                             "span": (Ratio(min(_gain(r) for r in gained)), Ratio(max(_gain(r) for r in gained))),
                             "top": top["system"], "gain": Ratio(_gain(top)), "diff": top["diff"]},
                            interval="lower ends of the brackets, one run",
                            cells=tuple(f"postgres/{r['system']}" for r in gained)))
     held = sorted(products, key=lambda r: -r["tuned"][0])
     top = held[0]
-    out.append(Finding("tuning", "Tuned, {top} kept up with {cap} jobs/s, the most of any product.",
+    short = top["producer_bound"] and not top["default_wins"]  # its held rate is where the producers fell short
+    out.append(Finding("tuning", "Tuned, {top} kept up with " + ("at least " if short else "")
+                       + "{cap} jobs/s, the most of any product" + ("; the producers could go no faster." if short else "."),
                        {"top": top["system"], "cap": _held(top["tuned"])},
-                       interval=f"lowest to highest of {plural(top['rounds'], 'round')}" if not top["default_wins"]
-                       else "one round", cells=(f"postgres/{top['system']}",)))
-    worse = [r["system"] for r in products if r["default_wins"]]
+                       interval="one search, round 0" if short or top["default_wins"]
+                       else f"lowest to highest of {plural(top['rounds'], 'round')}", cells=(f"postgres/{top['system']}",)))
+    worse = [r["system"] for r in products if r["default_wins"] and not r["producer_bound"]]
     if worse:
         out.append(Finding("tuning", "For {names}, the configuration fastest at saturation held less than the "
                            "defaults: a probe ranks, only the capacity criteria decide.", {"names": ", ".join(worse)}))
@@ -120,4 +132,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "not_counted": analysis.not_counted(tables["probes"]),
         "errors": [r for r in rows if r["error"]],
         "edge": any(r["edge"] for r in rows),
+        "short": any(r["producer_bound"] for r in rows),
+        "nothing": any(r["default_bound"] == "nothing passed" and not r["default_capacity"] for r in rows),
     }

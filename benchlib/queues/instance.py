@@ -356,8 +356,9 @@ class PullInstance:
                 **applied(self.system), **job_work.settings()}
 
     async def consume(self, conn: Any, batch: int, job_work: JobWork) -> None:
-        """dequeue(batch) -> ack(ids) -> report, until `stop`; a failure is reported, the connection
-        replaced after a back-off (once per outage: a failure like the last one is not repeated)."""
+        """dequeue(batch) -> the jobs' work -> report -> ack(ids), until `stop`; a failure is reported,
+        the connection replaced after a back-off (once per outage: a failure like the last one is not
+        repeated)."""
         last_error: str | None = None
         try:
             while not self.stopping.is_set():

@@ -54,3 +54,15 @@ async def test_each_configuration_runs_with_its_settings_and_every_job_counts():
     assert steps and all(s["duplicates"] == 0 for s in steps)
     assert all(s["lost"] == 0 for s in steps if s["reconciled"])
     assert {(s["system"], s["role"]) for s in steps} == {(r["system"], r["role"]) for r in results}
+
+
+async def test_the_job_work_a_profile_names_reaches_every_probe_and_step():
+    """job_work "wait 2 ms": recorded in every row, and every job still counted once; a skip_locked
+    consumer at batch 1 then handles at most 500 jobs/s, so no probe can read more than C x 500."""
+    p = {**TINY, "variants": ("default",), "default_capacity": False, "first_rate": 200}
+    run = await tuning.run(tuning.Params(systems=("skip_locked",), job_work="wait 2 ms", **p), progress=False)
+    for table in (run.probes, run.steps, run.results):
+        assert set(table["job_work"].to_list()) == {"wait 2 ms"}
+    for r in run.probes.to_dicts():
+        assert r["error"] is None and r["reconciled"] and (r["lost"], r["duplicates"]) == (0, 0), r
+        assert r["rate_jobs_s"] is None or r["rate_jobs_s"] <= r["consumers"] * 500 * 1.05, r

@@ -226,3 +226,75 @@ def test_the_page_says_what_work_each_job_did(work, says):
                        lambda *a, **k: {})
     text = rendering._env().get_template("tuning/report.md.j2").render(s=ctx)
     assert says in text and ("do no work" in text) == (work == "none")
+
+
+# --- instances, the rest that cannot finish, the common rate (2026-12-01) ----------------------
+
+def test_instances_probe_a_worker_systems_best_as_processes_of_its_own_and_refuse_what_cannot_split():
+    from benchlib.studies.tuning.measure import Config, instance_configs
+
+    p = Params(systems=("procrastinate", "river", "pgmq"), concurrency=(4, 16), instances=(1, 2))
+    best = Config("default", 16, None, {})
+    # a Python library runs in the harness: one process of its own and two, both at concurrency 16
+    assert [(c.instances, c.concurrency) for c in instance_configs(p, "procrastinate", best)] == [(1, 16), (2, 16)]
+    # an adapter is one process already (the grid's probe is it): only two
+    assert [c.instances for c in instance_configs(p, "river", best)] == [2]
+    assert instance_configs(p, "pgmq", Config("default", 16, 1, {})) == []  # a pull design: the harness's connections
+    assert instance_configs(Params(systems=("river",), concurrency=(4, 16)), "river", best) == []  # (1,): none
+    with pytest.raises(BenchError, match="concurrency 5 cannot be split evenly over 2 instances"):
+        Params(systems=("river",), concurrency=(4, 5), default_concurrency=4, instances=(1, 2))
+    with pytest.raises(BenchError, match="instances"):
+        Params(systems=("river",), concurrency=(4,), instances=(0,))
+
+
+def test_an_instances_probe_counts_apart_from_the_grids_and_reads_as_processes():
+    rows = [_probe(consumers=16, rate_jobs_s=900.0), _probe(consumers=16, rate_jobs_s=1_500.0, instances=2),
+            _probe(consumers=16, rate_jobs_s=1_000.0, instances=1), _probe(consumers=4, rate_jobs_s=300.0)]
+    assert len(counted(rows)) == 4  # one configuration, three deployments: none replaces another
+    assert best_probe(rows)["instances"] == 2
+    assert analysis.deployed(rows, best_probe(rows)) == {1: 1_000.0, 2: 1_500.0}
+    # an adapter: its grid probe stands for one process
+    adapter = [_probe(consumers=16, rate_jobs_s=900.0), _probe(consumers=16, rate_jobs_s=1_200.0, instances=2)]
+    assert analysis.deployed(adapter, best_probe(adapter)) == {1: 900.0, 2: 1_200.0}
+    assert analysis.deployed([_probe()], _probe()) == {}  # none probed
+    assert analysis.diff(_probe(consumers=16, instances=2), "worker") == "concurrency 16, 2 processes"
+    from benchlib.studies.tuning.measure import _config_of, default_probe
+
+    assert _config_of(_probe(consumers=16, instances=2)).instances == 2
+    assert default_probe([_probe(instances=1, rate_jobs_s=5.0), _probe()], 4)["rate_jobs_s"] == 100.0
+
+
+def test_a_long_rest_stops_waiting_once_its_own_rate_cannot_finish_in_time():
+    from benchlib.studies.tuning.measure import hopeless
+
+    p = Params(drain_timeout_s=15)
+    assert not hopeless(p, 10_000, 0, 14.9, 45)  # before drain_timeout_s: always waits
+    assert hopeless(p, 10_000, 0, 15, 45)  # nothing came back in 15 s
+    assert hopeless(p, 10_000, 1_500, 15, 45)  # 100 jobs/s: 100 s for what is left, 45 s to go
+    assert not hopeless(p, 10_000, 4_500, 15, 45)  # 300 jobs/s: 33 s, within the 45 s left
+
+
+def test_the_common_rate_is_the_defaults_held_rate_and_pairs_with_its_passing_step():
+    from benchlib.studies.tuning.measure import COMMON, common_rate
+
+    assert common_rate([{"role": "best", "passed": 9_000.0}, {"role": "default", "passed": 800.0}]) == 800.0
+    assert common_rate([{"role": "best", "passed": 9_000.0}]) is None  # the default is the best: no second role
+    assert common_rate([{"role": "best", "passed": 9.0}, {"role": "default", "passed": None}]) is None
+
+    def step(role, purpose, rate, verdict, p99, window=15.0):
+        return {"system": "x", "round": 0, "role": role, "purpose": purpose, "rate": rate, "verdict": verdict,
+                "e2e_p99_ms": p99, "window_s": window}
+
+    steps = pl.DataFrame([step("default", "search", 800.0, "pass", 40.0), step("default", "search", 1_600.0, "fail", 900.0),
+                          step("default", "confirm_long", 800.0, "pass", 55.0, 30.0),
+                          step("best", "search", 5_400.0, "pass", 8.0), step("best", COMMON, 800.0, "pass", 3.5)])
+    assert analysis.at_common_rate(steps, "x") == {"rate": 800.0, "default_p99_ms": 40.0, "best_p99_ms": 3.5,
+                                                   "best_verdict": "pass"}  # the same 15 s window
+    assert analysis.at_common_rate(steps.filter(pl.col("purpose") != COMMON), "x") is None
+    assert analysis.at_common_rate(None, "x") is None
+
+
+def test_rows_published_before_the_instances_axis_read_as_the_registrys_form():
+    old = pl.DataFrame({"system": ["x"], "consumers": [4]})
+    up = analysis.upgrade({"probes": old, "steps": None})
+    assert up["probes"]["instances"].to_list() == [None] and up["steps"] is None

@@ -491,7 +491,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
             before = await _server_counters(stats_conn) if postgres else {}
             cpu = CpuMeter(target.server_pid).start()
             apart_cpu = _ApartCpu(producer=producer.pid if apart else None,
-                                  worker=getattr(getattr(consumers_of.session, "proc", None), "pid", None))
+                                  worker=_worker_pids(consumers_of.session))
             window_start = now_ns()
             handled_before = len(ledger.handled_keys)
             early = await _hold_window(ledger, plan, window_start,
@@ -546,6 +546,21 @@ def _enqueue_calls(call_ns: Any, producers_s: float) -> dict[str, float | None]:
             "enqueue_busy_share": busy}
 
 
+def _worker_pids(session: Any) -> int | tuple[int, ...] | None:
+    """A worker library's own processes: its adapter's, or each instance's (queues/instances.py)."""
+    if (pids := getattr(session, "pids", None)) is not None:
+        return pids
+    return getattr(getattr(session, "proc", None), "pid", None)
+
+
+def _cpu_s(pids: int | tuple[int, ...] | None) -> float | None:
+    """CPU seconds of a process tree, or of several summed (None where one cannot be read)."""
+    if not pids:
+        return None
+    spent = [tree_cpu_s(pid) for pid in (pids if isinstance(pids, tuple) else (pids,))]
+    return None if None in spent else sum(spent)
+
+
 class _ApartCpu:
     """The client's processes beyond the harness's own, each with its descendants: the producer
     process, and a worker library's own process (an adapter in Node or Go, which does the
@@ -553,14 +568,14 @@ class _ApartCpu:
     cost read 53 µs/job). Their CPU in the window is added to the client's (what a job costs
     the client side, wherever it runs) and given on its own."""
 
-    def __init__(self, **pids: int | None) -> None:
-        self.before = {name: tree_cpu_s(pid) if pid else None for name, pid in pids.items()}
+    def __init__(self, **pids: int | tuple[int, ...] | None) -> None:
+        self.before = {name: _cpu_s(pid) for name, pid in pids.items()}
         self.pids = pids
 
     def added_to(self, costs: dict[str, float | None], jobs: int) -> dict[str, float | None]:
         out = dict(costs)
         for name, pid in self.pids.items():
-            spent, before = (tree_cpu_s(pid) if pid else None), self.before[name]
+            spent, before = _cpu_s(pid), self.before[name]
             part = (spent - before) * 1e6 / jobs if spent is not None and before is not None and jobs else None
             out[f"{name}_cpu_us_per_job"] = part
             if part is not None and out["client_cpu_us_per_job"] is not None:

@@ -17,12 +17,23 @@ from typing import Any
 import polars as pl
 import yaml
 
+from benchlib.findings import sig
 from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
-from benchlib.studies.tuning.measure import best_probe, clean, counted, default_probe
+from benchlib.studies.tuning.measure import COMMON, best_probe, clean, counted, default_probe
 from benchlib.tables import Table, fmt, ratio
 
 EDGE = "the largest concurrency searched"
 SHORT = "best: the producers fell short (≥)"  # a search the producers ended (capacity's "producer-bound")
+
+
+def upgrade(tables: dict[str, pl.DataFrame | None]) -> dict[str, pl.DataFrame | None]:
+    """Rows published before the instances axis ran every configuration in its registry's form:
+    `instances` null (measure.INSTANCES)."""
+    out = dict(tables)
+    for name, df in tables.items():
+        if df is not None and "instances" not in df.columns:
+            out[name] = df.with_columns(pl.lit(None, pl.Int64).alias("instances"))
+    return out
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -66,7 +77,44 @@ def diff(row: dict[str, Any], kind: str) -> str:
     if row["batch"] is not None and not (kind == "pull" and row["batch"] == 1):
         parts.append(f"{'batch' if kind == 'pull' else 'fetch'} {row['batch']}")
     parts += [f"{k} {v}" for k, v in sorted(json.loads(row["settings_given"] or "{}").items())]
+    if (n := row.get("instances")) is not None:
+        parts.append(f"{n} processes" if n > 1 else "a process of its own")
     return ", ".join(parts)
+
+
+def deployed(rows: list[dict[str, Any]], best: dict[str, Any] | None) -> dict[int, float | None]:
+    """The best grid configuration's rate as each number of processes probed (instances), beside it in
+    one process: {instances: rate or None where it did not run cleanly}. The grid's own probe stands
+    for one process where the registry's form is one (an adapter); empty where none were probed."""
+    grid_best = best_probe([r for r in rows if r.get("instances") is None])
+    if grid_best is None:
+        return {}
+    same = ("variant", "consumers", "batch", "settings_given")
+    out = {int(r["instances"]): (r["rate_jobs_s"] if clean(r) else None) for r in rows
+           if r.get("instances") is not None and all(r[k] == grid_best[k] for k in same)}
+    if out and 1 not in out:
+        out[1] = grid_best["rate_jobs_s"]
+    return dict(sorted(out.items()))
+
+
+def at_common_rate(steps: pl.DataFrame | None, system: str) -> dict[str, Any] | None:
+    """The default and best configurations' end-to-end p99 at one offered rate, the default's held
+    rate: the best's `common_rate` step beside the default's passing step at that rate (the same
+    window where it has one), or None where round 0 ran no such step."""
+    if steps is None or not steps.height or "purpose" not in steps.columns:
+        return None
+    mine = steps.filter((pl.col("system") == system) & (pl.col("round") == 0))
+    best = mine.filter(pl.col("purpose") == COMMON)
+    if not best.height:
+        return None
+    rate = best["rate"][0]
+    default = mine.filter((pl.col("role") == "default") & (pl.col("verdict") == "pass")
+                          & ((pl.col("rate") - rate).abs() <= 1e-6 * rate))
+    if not default.height:
+        return None
+    default = default.sort(pl.col("window_s") != best["window_s"][0])  # the same window first
+    return {"rate": rate, "default_p99_ms": default["e2e_p99_ms"][0], "best_p99_ms": best["e2e_p99_ms"][0],
+            "best_verdict": best["verdict"][0]}
 
 
 def _bound(rows: pl.DataFrame) -> str | None:
@@ -80,7 +128,8 @@ def _capacity(rows: pl.DataFrame) -> tuple[float, float] | None:
     return (min(passed), max(passed)) if passed else None
 
 
-def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: int) -> list[dict[str, Any]]:
+def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: int,
+            steps: pl.DataFrame | None = None) -> list[dict[str, Any]]:
     """One dict per system, in the order it ran: its default and best probes and their capacities,
     which configuration held more (`tuned`), the spread of its counted probes, and the flags a reader
     needs (best at the grid's edge, at its settings' ceiling)."""
@@ -119,6 +168,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
             "edge": bool(best and best["consumers"] == max(r["consumers"] for r in rows)),
             "ceiling": cap, "at_ceiling": bool(cap and best_cap and best_cap[1] >= CEILING_NEAR * cap),
+            "instances": deployed(rows, best), "common": at_common_rate(steps, system),
         })
     return out
 
@@ -154,14 +204,40 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
     return Table(out)
 
 
+def deployment_table(rows: list[dict[str, Any]]) -> Table | None:
+    """Per system with instances probed or a common-rate step: its best configuration's probe as one
+    and as more processes, and both configurations' p99 at the default's held rate."""
+    counts = sorted({n for r in rows for n in r["instances"]})
+    out = []
+    for r in rows:
+        if not r["instances"] and not r["common"]:
+            continue
+        row = {"system": r["system"]}
+        one = r["instances"].get(1)
+        for n in counts:
+            rate = r["instances"].get(n)
+            label = "1 process: probe" if n == 1 else f"{n} processes: probe"
+            row[label] = "–" if rate is None else fmt(rate) + (f" ({ratio(rate / one)})" if n > 1 and one else "")
+        c = r["common"]
+        row["at the defaults' held rate"] = fmt(c["rate"]) if c else "–"
+        row["p99 there: defaults"] = f"{sig(c['default_p99_ms'])} ms" if c and c["default_p99_ms"] is not None else "–"
+        row["p99 there: best"] = (f"{sig(c['best_p99_ms'])} ms" + ("" if c["best_verdict"] == "pass" else
+                                                                 f" ({c['best_verdict']})")
+                                  if c and c["best_p99_ms"] is not None else "–")
+        out.append(row)
+    return Table(out) if out else None
+
+
 def probe_grid(probes: pl.DataFrame) -> pl.DataFrame:
     """Every counted probe: system, variant, concurrency, rate (for the chart and the notebook)."""
     rows = counted(probes.to_dicts())
     return pl.DataFrame([{"system": r["system"], "variant": r["variant"], "consumers": r["consumers"],
-                          "batch": r["batch"], "rate_jobs_s": r["rate_jobs_s"] if clean(r) else None,
+                          "batch": r["batch"], "instances": r.get("instances"),
+                          "rate_jobs_s": r["rate_jobs_s"] if clean(r) else None,
                           "clean": clean(r), "error": r["error"]} for r in rows],
                         schema={"system": pl.String, "variant": pl.String, "consumers": pl.Int64, "batch": pl.Int64,
-                                "rate_jobs_s": pl.Float64, "clean": pl.Boolean, "error": pl.String})
+                                "instances": pl.Int64, "rate_jobs_s": pl.Float64, "clean": pl.Boolean,
+                                "error": pl.String})
 
 
 def not_counted(probes: pl.DataFrame) -> list[dict[str, Any]]:
@@ -173,7 +249,8 @@ def not_counted(probes: pl.DataFrame) -> list[dict[str, Any]]:
         why = r["error"] or ("its rest did not drain in time" if not r["reconciled"] else
                              f"{r['lost']} lost" if r["lost"] else f"{r['duplicates']} handled twice"
                              if r["duplicates"] else "no job handled in its window")
-        out.append({"system": r["system"], "variant": r["variant"], "consumers": r["consumers"], "why": why})
+        out.append({"system": r["system"], "variant": r["variant"], "consumers": r["consumers"],
+                    "instances": r.get("instances"), "why": why})
     return out
 
 

@@ -18,7 +18,7 @@ PANEL_W, PANEL_H = 200, 150
 
 
 def probes_chart(probes: pl.DataFrame, default_concurrency: int = 4) -> alt.TopLevelMixin:
-    data = analysis.probe_grid(probes).filter(pl.col("clean"))
+    data = analysis.probe_grid(probes).filter(pl.col("clean") & pl.col("instances").is_null()).drop("instances")
     if not data.height:
         return placeholder("no clean probe to draw")
     order = palette.system_order(data["system"].unique())

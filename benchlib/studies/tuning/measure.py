@@ -41,7 +41,7 @@ import asyncio
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,9 @@ from benchlib import params as check
 from benchlib import queues
 from benchlib.errors import BenchError, kept_reason
 from benchlib.measure import now_ns
+from benchlib.queues import instances as deployed
 from benchlib.queues.base import run_sql
+from benchlib.queues.instance import as_process
 from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity import measure as capacity
@@ -64,6 +66,7 @@ from benchlib.workload.producers import ProducerProcess
 STUDY = "tuning"
 AXES = ("systems",)
 VARIANTS = ("default", "tuned")
+COMMON = "common_rate"  # a capacity step of the best configuration at the default's held rate
 WARMUP = "warmup"  # a probe run once before a system's first, discarded
 LOOK_S = 0.05  # how often a probe looks at its backlog
 MAX_CHUNK = 5_000  # jobs per enqueue call of a probe's backlog
@@ -79,6 +82,9 @@ class Params:
     systems: tuple[str, ...] = ("skip_locked",)
     concurrency: tuple[int, ...] = (2, 4)  # consumers (pull) or in-flight jobs (worker) searched
     variants: tuple[str, ...] = VARIANTS  # default | tuned (documented.yaml), where a system has one
+    # worker systems: the best configuration probed again as this many processes of its own (the
+    # same concurrency split over them, queues/instances.py); (1,) probes no instances
+    instances: tuple[int, ...] = (1,)
     default_concurrency: int = 4  # the capacity study's: the "default configuration" the report compares with
     probe_warmup_s: float = 1.0
     probe_s: float = 2.0
@@ -107,6 +113,7 @@ class Params:
             "systems": check.names("systems", self.systems, queues.designs_on("postgres")),
             "concurrency": check.positive_ints("concurrency", self.concurrency),
             "variants": check.names("variants", self.variants, VARIANTS),
+            "instances": check.positive_ints("instances", self.instances),
             "default_concurrency": check.positive_int("default_concurrency", self.default_concurrency),
             "probe_warmup_s": check.positive_float("probe_warmup_s", self.probe_warmup_s),
             "probe_s": check.positive_float("probe_s", self.probe_s),
@@ -125,6 +132,10 @@ class Params:
         if fixed["default_concurrency"] not in fixed["concurrency"]:
             raise BenchError(f"default_concurrency ({fixed['default_concurrency']}) must be one of concurrency "
                              f"({', '.join(map(str, fixed['concurrency']))}): the report compares with it")
+        for n in fixed["instances"]:
+            if odd := [c for c in fixed["concurrency"] if c % n]:
+                raise BenchError(f"instances: concurrency {odd[0]} cannot be split evenly over {n} instances; "
+                                 "give concurrencies that are multiples of every instances value")
         if fixed["min_backlog"] > fixed["max_backlog"]:
             raise BenchError(f"min_backlog ({fixed['min_backlog']}) is above max_backlog ({fixed['max_backlog']})")
         if fixed["start_share"] >= 1:
@@ -161,16 +172,36 @@ def capacity_params(p: Params, system: str) -> capacity.Params:
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration of a system: its concurrency, a variant's settings and fetch size."""
+    """One configuration of a system: its concurrency, a variant's settings and fetch size, and how
+    it is deployed (`instances`: None, its registry's form, as the capacity study runs it; n, that
+    many processes of its own sharing the concurrency, queues/instances.py)."""
 
     variant: str
     concurrency: int
     batch: int | None  # None: the library's own fetch size (a pull design: 1 job per dequeue)
     settings: dict[str, Any]
+    instances: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         return {"variant": self.variant, "consumers": self.concurrency, "batch": self.batch,
-                "settings_given": json.dumps(self.settings, sort_keys=True)}
+                "settings_given": json.dumps(self.settings, sort_keys=True), "instances": self.instances}
+
+
+def system_of(p: Params, name: str, config: Config) -> Any:
+    """The system as `config` deploys it: the registry's form, or `instances` processes of its own."""
+    if config.instances is None:
+        return queues.get(name, p.backend, config.settings)
+    return deployed.Instances(name, config.instances, config.settings)
+
+
+def instance_configs(p: Params, name: str, best: Config) -> list[Config]:
+    """The best configuration again as each listed number of processes of its own: a worker system's
+    only, where `instances` lists more than one process; one process is skipped where the registry's
+    form already is one (an adapter: the grid's own probe is it)."""
+    cls = queues.QUEUES[name]
+    if cls.kind != "worker" or max(p.instances) < 2:
+        return []
+    return [replace(best, instances=n) for n in p.instances if not (n == 1 and cls.caps.process == "own")]
 
 
 def grid(p: Params, system: str) -> list[Config]:
@@ -197,7 +228,7 @@ def counted(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     last: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         if r.get("purpose") != WARMUP:
-            last[(r["system"] if "system" in r else None, r["variant"], r["consumers"])] = r
+            last[(r["system"] if "system" in r else None, r["variant"], r["consumers"], r.get("instances"))] = r
     return list(last.values())
 
 
@@ -251,10 +282,15 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
                 break
         end = min(end, now_ns())
         seen = ledger.distinct / max((now_ns() - began) / 1e9, 1e-3)  # since the consumers started
-        deadline = now_ns() + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9)
+        rest_from, rest_first = now_ns(), ledger.distinct
+        deadline = rest_from + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9)
         while ledger.distinct < acked and now_ns() < deadline:
             await asyncio.sleep(LOOK_S)
             consumers.raise_failed()
+            t = now_ns()
+            if hopeless(p, acked - ledger.distinct, ledger.distinct - rest_first, (t - rest_from) / 1e9,
+                        (deadline - t) / 1e9):
+                break
         drained = ledger.distinct >= acked
     finally:
         await consumers.close()
@@ -278,6 +314,15 @@ def _rest_s(p: Params, left: int, rate: float) -> float:
     return min(4 * p.drain_timeout_s, max(p.drain_timeout_s, need))
 
 
+def hopeless(p: Params, left: int, done: int, waited_s: float, remaining_s: float) -> bool:
+    """Whether a rest given longer than drain_timeout_s stops waiting: past drain_timeout_s, the rate
+    of its own so far (`done` jobs in `waited_s`) cannot finish the `left` ones in the time it has
+    left. Its probe is unchecked either way; this only ends the wait sooner."""
+    if waited_s < p.drain_timeout_s:
+        return False
+    return done <= 0 or left / (done / waited_s) > remaining_s
+
+
 def short(row: dict[str, Any], p: Params) -> bool:
     """A probe whose backlog ran out before half its window (or its warm-up): too small a backlog."""
     return bool(row.get("ran_dry")) and (row.get("window_s") or 0) < SHORT_SHARE * p.probe_s
@@ -292,6 +337,8 @@ def _ran(system: Any, config: Config) -> dict[str, Any]:
 
 # --- tables ----------------------------------------------------------------------------------
 
+INSTANCES = ("null: the registry's form, as the capacity study runs it (a Python library in the harness's process, "
+             "an adapter as one process); n: n processes of its own sharing the concurrency (queues/instances.py)")
 PROBES: Schema = {
     "backend": (pl.String, "provision backend"),
     "system": (pl.String, "system under test (queues.QUEUES)"),
@@ -303,6 +350,7 @@ PROBES: Schema = {
     "variant": (pl.String, "default (the library's own settings) | tuned (queues/documented.yaml)"),
     "consumers": (pl.Int64, "concurrency: pull consumers (a connection each) or a worker library's in-flight jobs"),
     "batch": (pl.Int64, "fetch size given (null: the library's own)"),
+    "instances": (pl.Int64, INSTANCES),
     "settings_given": (pl.String, "JSON: the settings given beyond the library's defaults"),
     "settings": (pl.String, "JSON: the system's throughput-bounding settings as it ran"),
     "attempt": (pl.Int64, "0; 1: the probe again with a larger backlog, the first having run out too soon"),
@@ -330,6 +378,7 @@ STEPS: Schema = {
     "role": (pl.String, "best (the best probe's configuration) | default (the library's own, at default_concurrency)"),
     "job_work": (pl.String, "what each job's handler did before reporting it: none | wait N ms | cpu N ms (METHOD.md)"),
     "variant": (pl.String, "the configuration's variant (default | tuned)"),
+    "instances": (pl.Int64, INSTANCES),
     "tuned_as": (pl.String, "JSON: the system's documented values (queues/documented.yaml) its tuned variant ran"),
 }
 
@@ -345,6 +394,7 @@ RESULTS: Schema = {
     "variant": (pl.String, "the configuration's variant"),
     "consumers": (pl.Int64, "its concurrency"),
     "batch": (pl.Int64, "its fetch size (null: the library's own)"),
+    "instances": (pl.Int64, INSTANCES),
     "settings_given": (pl.String, "JSON: its settings beyond the library's defaults"),
     "settings": (pl.String, "JSON: its throughput-bounding settings as it ran"),
     "probe_jobs_s": (pl.Float64, "its probe's rate"),
@@ -368,34 +418,44 @@ TABLES = {"probes": PROBES, "steps": STEPS, "results": RESULTS}
 async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) -> list[dict[str, Any]]:
     """Every configuration's probe, the first run once before, discarded; each expects the highest
     rate the system showed so far, and a probe cut short runs once more with a backlog of its rate
-    (not the discarded first: it only warms up)."""
+    (not the discarded first: it only warms up). Then a worker system's best configuration as
+    processes of its own (`instances`), where the profile lists them."""
     configs = grid(p, name)
     rows: list[dict[str, Any]] = []
     expected = p.first_rate
-    for i, config in enumerate([configs[0], *configs]):
-        purpose = WARMUP if i == 0 else "probe"
+
+    async def run(config: Config, purpose: str) -> None:
+        nonlocal expected
         guess = expected
         for attempt in (0, 1):
             row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "job_work": p.job_work,
                    "purpose": purpose, "attempt": attempt, "started_at": utc_now(), **config.as_row()}
             try:
-                row |= await probe(target, queues.get(name, p.backend, config.settings), config, p, guess)
+                row |= await probe(target, system_of(p, name, config), config, p, guess)
             except Exception as err:  # a configuration that failed is a row with its reason
                 row["error"] = kept_reason(err)
             rows.append(row)
             rate, seen = row.get("rate_jobs_s"), row.get("seen_jobs_s")
-            step(f"{purpose} {config.variant} C={config.concurrency}: "
+            where = f" x{config.instances} processes" if config.instances else ""
+            step(f"{purpose} {config.variant} C={config.concurrency}{where}: "
                  + (f"{rate:,.0f}/s" if rate is not None else "no window") + (" (ran out: again)" if short(row, p) else ""))
-            if i == 0:  # the discarded first warms up only; what it saw replaces the first guess
+            if purpose == WARMUP:  # the discarded first warms up only; what it saw replaces the first guess
                 expected = rate or seen or expected
-                break
+                return
             if rate is not None:
                 expected = max(expected, rate)
             if not short(row, p) or row.get("error") is not None:
-                break
+                return
             # its backlog ran out within half the window: twice the rate it showed (in the window,
             # else since its consumers started), and never less than twice the last guess
             guess = max(guess * 2, 2 * (rate or seen or 0.0))
+
+    await run(configs[0], WARMUP)
+    for config in configs:
+        await run(config, "probe")
+    best = best_probe(rows)
+    for config in instance_configs(p, name, _config_of(best)) if best is not None else ():
+        await run(config, "probe")
     return rows
 
 
@@ -406,32 +466,12 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
     confirmation at round 0's bracket. The capacity study's rules, step by step (capacity._cell);
     without `later_rounds` (the default configuration's one round) a failed long hold is held
     once more one step down, as the capacity study does with one round."""
-    system = queues.get(name, p.backend, config.settings)
-    cap = capacity_params(p, name)
+    system = system_of(p, name, config)
     rows: list[dict] = []
     producer = ProducerProcess(system, p.backend, target)
 
     async def attempt(rate: float, seconds: float, purpose: str) -> str:
-        for again in (False, True):
-            row = {"backend": p.backend, "kind": system.kind, "job_work": p.job_work, "role": role,
-                   "variant": config.variant,
-                   "consumers": config.concurrency,
-                   "batch": config.batch, "step": len(rows), "purpose": "repeat" if again else purpose,
-                   "started_at": utc_now()}
-            try:
-                row |= await capacity.run_step(target, system, config.concurrency, config.batch,
-                                               capacity.StepPlan(rate, seconds, purpose), cap, producer,
-                                               JobWork.parse(p.job_work))
-            except Exception as err:
-                reason = kept_reason(err)
-                row |= {"rate": rate, "window_s": seconds, "warmup_s": p.warmup_s, "verdict": "fail",
-                        "error": reason, "reason": reason}
-            row["settings"] = json.dumps(_ran(system, config), sort_keys=True, default=str)
-            rows.append(row)
-            step(f"{row['purpose']} {rate:,.0f}/s {row['verdict']}")
-            if row["verdict"] != "inconclusive":
-                return row["verdict"]
-        return "fail"
+        return await _attempt(p, system, config, target, producer, role, rows, step, rate, seconds, purpose)
 
     try:
         lowered_from = held_above = None
@@ -468,14 +508,56 @@ async def _confirm(p: Params, name: str, config: Config, target: Any, rnd: int, 
                   "lowered_from": lowered_from, "steps": len(rows)}
 
 
+async def _attempt(p: Params, system: Any, config: Config, target: Any, producer: ProducerProcess, role: str,
+                   rows: list[dict], step: Callable[..., None], rate: float, seconds: float, purpose: str) -> str:
+    """One capacity step of `config` at `rate` (once more where it was inconclusive), its row added
+    to `rows`; its verdict."""
+    for again in (False, True):
+        row = {"backend": p.backend, "kind": system.kind, "job_work": p.job_work, "role": role,
+               "variant": config.variant, "consumers": config.concurrency, "instances": config.instances,
+               "batch": config.batch, "step": len(rows), "purpose": "repeat" if again else purpose,
+               "started_at": utc_now()}
+        try:
+            row |= await capacity.run_step(target, system, config.concurrency, config.batch,
+                                           capacity.StepPlan(rate, seconds, purpose), capacity_params(p, system.name),
+                                           producer, JobWork.parse(p.job_work))
+        except Exception as err:
+            reason = kept_reason(err)
+            row |= {"rate": rate, "window_s": seconds, "warmup_s": p.warmup_s, "verdict": "fail",
+                    "error": reason, "reason": reason}
+        row["settings"] = json.dumps(_ran(system, config), sort_keys=True, default=str)
+        rows.append(row)
+        step(f"{row['purpose']} {rate:,.0f}/s {row['verdict']}")
+        if row["verdict"] != "inconclusive":
+            return row["verdict"]
+    return "fail"
+
+
+async def _at_rate(p: Params, name: str, config: Config, target: Any, rate: float,
+                   step: Callable[..., None]) -> list[dict]:
+    """The best configuration held at the default configuration's held rate (purpose `common_rate`):
+    its latency beside the default's at the same offered rate, the two cells differing in their
+    configuration only. Not part of any bracket."""
+    system = system_of(p, name, config)
+    rows: list[dict] = []
+    producer = ProducerProcess(system, p.backend, target)
+    try:
+        await _attempt(p, system, config, target, producer, "best", rows, step, rate, p.window_s, COMMON)
+    finally:
+        await producer.close()
+    return rows
+
+
 def _config_of(row: dict[str, Any]) -> Config:
+    instances = row.get("instances")
     return Config(row["variant"], int(row["consumers"]), None if row["batch"] is None else int(row["batch"]),
-                  json.loads(row["settings_given"]))
+                  json.loads(row["settings_given"]), None if instances is None else int(instances))
 
 
 def default_probe(rows: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any] | None:
     """The counted probe at the library's own settings and the capacity study's concurrency."""
-    return next((r for r in counted(rows) if r["variant"] == "default" and r["consumers"] == concurrency), None)
+    return next((r for r in counted(rows) if r["variant"] == "default" and r["consumers"] == concurrency
+                 and r.get("instances") is None), None)
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
@@ -506,7 +588,16 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         steps += mine
         results.append({**base, "role": role, **config.as_row(), "settings": row["settings"],
                         "probe_jobs_s": row["rate_jobs_s"], "start_rate": start if rnd == 0 else None, **outcome})
+    if (rate := common_rate(results)) is not None:
+        steps += await _at_rate(p, name, _config_of(best), target, rate, step)
     return {"probes": probes, "steps": steps, "results": results}
+
+
+def common_rate(results: Sequence[dict[str, Any]]) -> float | None:
+    """The rate at which the best configuration's latency is taken beside the default's: the
+    default configuration's held rate, where round 0 searched both and the default held one."""
+    default = next((r for r in results if r["role"] == "default"), None)
+    return default["passed"] if default is not None and default.get("passed") else None
 
 
 def reused(p: Params, cell: Cell, tables: dict[str, pl.DataFrame], state: dict) -> None:
@@ -561,10 +652,19 @@ def cells(p: Params) -> list[Cell]:
         for s in (order if rnd % 2 == 0 else order[::-1]):
             tuned = queues.documented().get(s) if "tuned" in p.variants else None
             out.append(Cell({"system": s, "round": rnd, "tuned_as": json.dumps(tuned, sort_keys=True) if tuned else None},
-                            (__file__, capacity.__file__, *queues.code_files(s)),
-                            steps=len(grid(p, s)) + 1 + (1 + p.default_capacity) * (p.max_steps + 3) if rnd == 0 else 3,
+                            tuple(dict.fromkeys((__file__, capacity.__file__, *queues.code_files(s),
+                                                 *_instances_code(p, s)))),
+                            steps=len(grid(p, s)) + len(p.instances) + 1 + (1 + p.default_capacity) * (p.max_steps + 3)
+                            + p.default_capacity if rnd == 0 else 3,
                             after=() if rnd == 0 else (order.index(s),)))
     return out
+
+
+def _instances_code(p: Params, name: str) -> tuple[str, ...]:
+    """What runs a system as processes of its own, where this profile probes its instances."""
+    if queues.QUEUES[name].kind != "worker" or max(p.instances) < 2:
+        return ()
+    return (deployed.__file__, *getattr(as_process(name), "extra_code", ()))
 
 
 async def finish(p: Params, target: Any, state: dict) -> None:

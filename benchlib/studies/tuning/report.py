@@ -27,7 +27,8 @@ def _params(manifests: list[dict]) -> dict[str, Any]:
 
 
 def _summary(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[dict[str, Any]]:
-    return analysis.summary(tables["probes"], tables["results"], _params(manifests).get("default_concurrency", 4))
+    return analysis.summary(tables["probes"], tables["results"], _params(manifests).get("default_concurrency", 4),
+                            tables.get("steps"))
 
 
 def _held(pair: tuple[float, float] | None) -> str:
@@ -120,6 +121,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     return {
         "figures": {name: figure(name, make(tables["probes"], dc)) for name, make in charts.CHARTS.items()},
         "table": analysis.table(rows, dc).markdown(),
+        "deployment": (t := analysis.deployment_table(rows)) and t.markdown(),
+        "instances": sorted({n for r in rows for n in r["instances"] if n > 1}),
         "params": p,
         "rounds": plural(p.get("rounds", 1), "round"),
         "probe_s": f"{p.get('probe_s', 0):g}",

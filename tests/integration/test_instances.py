@@ -88,4 +88,4 @@ async def test_the_tuning_study_probes_the_best_as_one_and_two_processes():
     ran = json.loads(probes[2]["settings"])
     assert ran["instances"] == 2 and ran["workers"] == 1  # C=2 over two processes: one worker each
     best = run.results.filter(run.results["role"] == "best").to_dicts()[0]
-    assert best["instances"] == max(probes, key=lambda r: r["rate_jobs_s"])["instances"]
+    assert best["instances"] is None  # the grid's best is confirmed; the processes' probes stand beside it

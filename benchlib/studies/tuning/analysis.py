@@ -86,7 +86,7 @@ def deployed(rows: list[dict[str, Any]], best: dict[str, Any] | None) -> dict[in
     """The best grid configuration's rate as each number of processes probed (instances), beside it in
     one process: {instances: rate or None where it did not run cleanly}. The grid's own probe stands
     for one process where the registry's form is one (an adapter); empty where none were probed."""
-    grid_best = best_probe([r for r in rows if r.get("instances") is None])
+    grid_best = best_probe(rows)
     if grid_best is None:
         return {}
     same = ("variant", "consumers", "batch", "settings_given")

@@ -233,8 +233,12 @@ def counted(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def best_probe(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The clean counted probe with the highest rate (the lower concurrency on a tie), or None."""
-    ok = [r for r in counted(rows) if clean(r)]
+    """The grid's clean counted probe with the highest rate (the lower concurrency on a tie), or None.
+
+    Not a deployment's (`instances`): a probe has no producer beside its consumers, and on two
+    shared cores a producer beside two worker processes fell short at 0.6 x their probe (pgqueuer,
+    2026-12-01), so their capacity could not be confirmed; their probes are reported beside it."""
+    ok = [r for r in counted(rows) if clean(r) and r.get("instances") is None]
     return max(ok, key=lambda r: (r["rate_jobs_s"], -r["consumers"])) if ok else None
 
 
@@ -419,7 +423,7 @@ async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) 
     """Every configuration's probe, the first run once before, discarded; each expects the highest
     rate the system showed so far, and a probe cut short runs once more with a backlog of its rate
     (not the discarded first: it only warms up). Then a worker system's best configuration as
-    processes of its own (`instances`), where the profile lists them."""
+    processes of its own (`instances`), where the profile lists them: probed, not confirmed."""
     configs = grid(p, name)
     rows: list[dict[str, Any]] = []
     expected = p.first_rate

@@ -298,3 +298,30 @@ def test_rows_published_before_the_instances_axis_read_as_the_registrys_form():
     old = pl.DataFrame({"system": ["x"], "consumers": [4]})
     up = analysis.upgrade({"probes": old, "steps": None})
     assert up["probes"]["instances"].to_list() == [None] and up["steps"] is None
+
+
+def test_two_processes_and_the_common_rate_read_on_the_page_on_fakes(monkeypatch):
+    """a's best (tuned, 64) probed 3,000/s as two processes against 2,000 in one (its grid probe: an
+    adapter); its best held the defaults' 30/s at a p99 of 4.2 ms against their 61 ms."""
+    from benchlib.studies.tuning import report
+    from benchlib.studies.tuning.measure import COMMON, STEPS
+
+    probes, results = _tables()
+    extra = _probe(system="a", variant="tuned", consumers=64, rate_jobs_s=3_000.0, instances=2,
+                   settings_given=json.dumps({"fetch_cooldown_ms": 2}))
+    probes = pl.concat([probes, _frame([extra], PROBES)])
+    steps = _frame([{"system": "a", "round": 0, "role": "default", "purpose": "search", "rate": 30.0, "verdict": "pass",
+                     "e2e_p99_ms": 61.0, "window_s": 15.0},
+                    {"system": "a", "round": 0, "role": "best", "purpose": COMMON, "rate": 30.0, "verdict": "pass",
+                     "e2e_p99_ms": 4.2, "window_s": 15.0}], STEPS)
+    rows = analysis.summary(probes, results, 4, steps)
+    assert rows[0]["best_jobs_s"] == 2_000.0  # the grid's best, not the two processes'
+    assert rows[0]["instances"] == {1: 2_000.0, 2: 3_000.0} and rows[1]["instances"] == {}
+    (row,) = analysis.deployment_table(rows).rows
+    assert row == {"system": "a", "1 process: probe": "2,000", "2 processes: probe": "3,000 (1.50×)",
+                   "at the defaults' held rate": "30", "p99 there: defaults": "61 ms", "p99 there: best": "4.2 ms"}
+    monkeypatch.setattr(report.features, "is_product", lambda name: True)
+    manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]
+    text = [f.text() for f in report.findings({"probes": probes, "results": results, "steps": steps}, manifests)]
+    assert ("Split over two processes of its own at the same concurrency, the best configuration probed 1.5× its "
+            "rate in one (1 product); a most, 1.5× (probes of one window each, no capacity searched).") in text

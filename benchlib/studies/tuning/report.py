@@ -89,6 +89,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     if worse:
         out.append(Finding("tuning", "For {names}, the configuration fastest at saturation held less than the "
                            "defaults: a probe ranks, only the capacity criteria decide.", {"names": ", ".join(worse)}))
+    out += _processes(products)
     edge = [r["system"] for r in products if r["edge"]]
     if edge:
         concurrency = max(_params(manifests).get("concurrency") or [0])
@@ -96,6 +97,21 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            "them: {names}.", {"n": plural(len(edge), "product"), "c": concurrency,
                                               "names": ", ".join(edge)}))
     return out
+
+
+def _processes(products: list[dict[str, Any]]) -> list[Finding]:
+    """What a second process of its own did to the best configuration's probe, at the same concurrency."""
+    two = {r["system"]: r["instances"][2] / r["instances"][1] for r in products
+           if r["instances"].get(1) and r["instances"].get(2)}
+    if not two:
+        return []
+    top = max(two, key=two.get)
+    return [Finding("tuning", "Split over two processes of its own at the same concurrency, the best configuration "
+                    "probed {span} its rate in one ({n}); {top} most, {gain}.",
+                    {"span": (Ratio(min(two.values())), Ratio(max(two.values()))), "n": plural(len(two), "product"),
+                     "top": top, "gain": Ratio(two[top])},
+                    interval="probes of one window each, no capacity searched",
+                    cells=tuple(f"postgres/{name}" for name in two))]
 
 
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:

@@ -140,7 +140,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
         kind = mine["kind"][0]
         best = best_probe(rows)
         default = default_probe(rows, default_concurrency)
-        ok = [r["rate_jobs_s"] for r in rows if clean(r)]
+        ok = [r["rate_jobs_s"] for r in rows if clean(r) and r.get("instances") is None]  # the grid's, as the best
         roles = mine["role"].fill_null("best") if "role" in mine.columns else pl.Series(["best"] * mine.height)
         best_rows, default_rows = mine.filter(roles == "best"), mine.filter(roles == "default")
         best_cap = _capacity(best_rows)
@@ -158,7 +158,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "gain": best["rate_jobs_s"] / default["rate_jobs_s"] if best and default and clean(default) else None,
             "diff": diff(best, kind) if best else None,
             "spread": (min(ok), max(ok)) if ok else None,
-            "probes": len(rows), "unclean": len(rows) - len(ok),
+            "probes": len(rows), "unclean": sum(not clean(r) for r in rows),
             "capacity": best_cap, "default_capacity": default_cap, "default_wins": default_wins,
             # the producers could not go faster: the best's held rate is a lower bound, never confirmed
             "producer_bound": short,

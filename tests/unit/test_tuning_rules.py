@@ -252,12 +252,11 @@ def test_an_instances_probe_counts_apart_from_the_grids_and_reads_as_processes()
             _probe(consumers=16, rate_jobs_s=1_000.0, instances=1), _probe(consumers=4, rate_jobs_s=300.0)]
     assert len(counted(rows)) == 4  # one configuration, three deployments: none replaces another
     assert best_probe(rows).get("instances") is None and best_probe(rows)["rate_jobs_s"] == 900.0  # the grid's: confirmed
-    assert analysis.deployed(rows, best_probe(rows)) == {1: 1_000.0, 2: 1_500.0}
+    assert analysis.deployed(rows) == {1: 1_000.0, 2: 1_500.0}
     # an adapter: its grid probe stands for one process
     adapter = [_probe(consumers=16, rate_jobs_s=900.0), _probe(consumers=16, rate_jobs_s=1_200.0, instances=2)]
-    assert analysis.deployed(adapter, best_probe(adapter)) == {1: 900.0, 2: 1_200.0}
-    assert analysis.deployed([_probe()], _probe()) == {}  # none probed
-    assert analysis.diff(_probe(consumers=16, instances=2), "worker") == "concurrency 16, 2 processes"
+    assert analysis.deployed(adapter) == {1: 900.0, 2: 1_200.0}
+    assert analysis.deployed([_probe()]) == {}  # none probed
     from benchlib.studies.tuning.measure import _config_of, default_probe
 
     assert _config_of(_probe(consumers=16, instances=2)).instances == 2
@@ -293,11 +292,6 @@ def test_the_common_rate_is_the_defaults_held_rate_and_pairs_with_its_passing_st
     assert analysis.at_common_rate(steps.filter(pl.col("purpose") != COMMON), "x") is None
     assert analysis.at_common_rate(None, "x") is None
 
-
-def test_rows_published_before_the_instances_axis_read_as_the_registrys_form():
-    old = pl.DataFrame({"system": ["x"], "consumers": [4]})
-    up = analysis.upgrade({"probes": old, "steps": None})
-    assert up["probes"]["instances"].to_list() == [None] and up["steps"] is None
 
 
 def test_two_processes_and_the_common_rate_read_on_the_page_on_fakes(monkeypatch):

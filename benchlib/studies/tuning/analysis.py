@@ -26,16 +26,6 @@ EDGE = "the largest concurrency searched"
 SHORT = "best: the producers fell short (≥)"  # a search the producers ended (capacity's "producer-bound")
 
 
-def upgrade(tables: dict[str, pl.DataFrame | None]) -> dict[str, pl.DataFrame | None]:
-    """Rows published before the instances axis ran every configuration in its registry's form:
-    `instances` null (measure.INSTANCES)."""
-    out = dict(tables)
-    for name, df in tables.items():
-        if df is not None and "instances" not in df.columns:
-            out[name] = df.with_columns(pl.lit(None, pl.Int64).alias("instances"))
-    return out
-
-
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
     """The sweep summary's accounting over probes and capacity steps: lost over the reconciled ones
     (`unchecked`: those whose rest did not drain in time, never a zero), duplicates over all, and
@@ -77,12 +67,10 @@ def diff(row: dict[str, Any], kind: str) -> str:
     if row["batch"] is not None and not (kind == "pull" and row["batch"] == 1):
         parts.append(f"{'batch' if kind == 'pull' else 'fetch'} {row['batch']}")
     parts += [f"{k} {v}" for k, v in sorted(json.loads(row["settings_given"] or "{}").items())]
-    if (n := row.get("instances")) is not None:
-        parts.append(f"{n} processes" if n > 1 else "a process of its own")
     return ", ".join(parts)
 
 
-def deployed(rows: list[dict[str, Any]], best: dict[str, Any] | None) -> dict[int, float | None]:
+def deployed(rows: list[dict[str, Any]]) -> dict[int, float | None]:
     """The best grid configuration's rate as each number of processes probed (instances), beside it in
     one process: {instances: rate or None where it did not run cleanly}. The grid's own probe stands
     for one process where the registry's form is one (an adapter); empty where none were probed."""
@@ -168,7 +156,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
             "edge": bool(best and best["consumers"] == max(r["consumers"] for r in rows)),
             "ceiling": cap, "at_ceiling": bool(cap and best_cap and best_cap[1] >= CEILING_NEAR * cap),
-            "instances": deployed(rows, best), "common": at_common_rate(steps, system),
+            "instances": deployed(rows), "common": at_common_rate(steps, system),
         })
     return out
 

@@ -20,7 +20,9 @@ payload), so `noop` finds the session's `handled` and `job_work` through context
 
 LISTEN/NOTIFY (`Chancy(notifications=...)`) is off for a drain, where fetches follow
 completions, and on (chancy's default) in continuous mode, where the producer's push
-wakes the fetch loop. The Worker records completions in batches (up to 1,000, every
+wakes the fetch loop; `listen_notify: false` (`settable`) keeps it off there too. The
+workers' pool (`max_connection_pool_size`) is C + 2 unless `pool_max_conns` sets it.
+The Worker records completions in batches (up to 1,000, every
 `send_outgoing_interval` = 1 s); `Worker.stop()` waits for the running jobs and
 flushes them, so every handled job is `succeeded` in the table once `work` returns.
 The Worker never stops by itself on an empty queue: `work` runs until `stop`.
@@ -42,7 +44,7 @@ from chancy import Chancy as ChancyApp
 from chancy import Job, Queue, Worker
 from psycopg.conninfo import make_conninfo
 
-from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, run_sql
+from benchlib.queues.base import STOP_GRACE_S, Capabilities, Handled, number_of, run_sql
 from benchlib.workload.job_work import NO_WORK, JobWork
 
 SCHEMA = "benchlib_chancy"
@@ -70,8 +72,10 @@ async def noop(seq: int, **_: Any) -> None:
 
 
 class Session:
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, listen_notify: bool = True, pool_max_conns: int | None = None) -> None:
         self.target = target
+        self.listen_notify = listen_notify  # in continuous mode; a drain never listens
+        self.pool_max_conns = pool_max_conns  # the workers' pool; None: C + POOL_EXTRA
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.producer: ChancyApp | None = None
         self.producing = asyncio.Lock()
@@ -116,7 +120,8 @@ class Session:
                    continuous: bool = False, job_work: JobWork = NO_WORK) -> None:
         _handled.set(handled)
         _job_work.set(job_work)
-        async with self.app(concurrency + POOL_EXTRA, notifications=continuous) as app:
+        pool = self.pool_max_conns or concurrency + POOL_EXTRA
+        async with self.app(pool, notifications=continuous and self.listen_notify) as app:
             self.working = app
             await app.declare(Queue(QUEUE, concurrency=concurrency, executor=ChancyApp.Executor.Async,
                                     polling_interval=POLLING_INTERVAL_S, eager_polling=True), upsert=True)
@@ -137,13 +142,40 @@ class Chancy:
     package = "chancy"
     caps = Capabilities(batch_knob=None,  # fetches the queue's free slots (C minus running); no fetch-size setting
                         extra_connections=POOL_EXTRA + 2,  # the pool beyond C, the LISTEN connection, the producer's
-                        pool="ChancyApp.pool: the psycopg pool its workers fetch, update and beat through")
+                        pool="ChancyApp.pool: the psycopg pool its workers fetch, update and beat through",
+                        settable={
+                            "listen_notify": "Chancy(notifications=...) while keeping up: false, and the workers "
+                                             f"find new jobs by the queue's {POLLING_INTERVAL_S} s polling interval "
+                                             "alone; default true (a drain never listens)",
+                            "pool_max_conns": "Chancy(max_connection_pool_size=...) of the workers' app: fetches, "
+                                              f"updates and heartbeats share it; default C + {POOL_EXTRA}, ours "
+                                              "(integer from 1)"})
     summary = ("chancy: push_many; one Worker, Queue(concurrency=C, AsyncExecutor, eager_polling); "
                "fetches its free slots per query")
     tables = (f"{SCHEMA}.{PREFIX}jobs",)
     control_tables = tuple(f"{SCHEMA}.{PREFIX}{t}" for t in (
         "queues", "workers", "leader", "queue_rate_limits", "metrics", "metric_definitions", "workflows",
         "workflow_steps", "schema_version"))
+
+    def __init__(self, given: dict[str, Any] | None = None) -> None:
+        given = given or {}
+        self.listen_notify = bool(given.get("listen_notify", True))
+        self.pool_max_conns = int(given["pool_max_conns"]) if "pool_max_conns" in given else None
+
+    @staticmethod
+    def setting_refusal(given: dict[str, Any]) -> str | None:
+        """Why these settings are refused (one line naming the key and what it takes), or None."""
+        if "listen_notify" in given and not isinstance(given["listen_notify"], bool):
+            return f"listen_notify must be true or false, got {given['listen_notify']!r}"
+        pool = number_of(given.get("pool_max_conns", 1))
+        if pool is None or pool != int(pool) or pool < 1:
+            return f"pool_max_conns must be an integer from 1, got {given.get('pool_max_conns')!r}"
+        return None
+
+    def applied(self) -> dict[str, int | bool]:
+        """The settings given that are in force (the hello's and the work reply's); {} at defaults."""
+        return {**({} if self.listen_notify else {"listen_notify": False}),
+                **({} if self.pool_max_conns is None else {"pool_max_conns": self.pool_max_conns})}
 
     def settings(self, concurrency: int, batch: int | None) -> dict[str, float | int | str]:
         return {
@@ -152,19 +184,20 @@ class Chancy:
             "executor": "AsyncExecutor",
             "polling_interval_s": POLLING_INTERVAL_S,
             "eager_polling": "on",
-            "notifications": "off in drain, on in continuous",
+            "notifications": "off in drain, on in continuous" if self.listen_notify else "off",
             "update_flush_interval_s": UPDATE_INTERVAL_S,
             "update_batch_max": UPDATE_BATCH,
             "push_batch": PUSH_BATCH,
             "heartbeat_poll_interval_s": HEARTBEAT_POLL_S,
             "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S,
             "recovery_poll_interval_s": RECOVERY_POLL_S,
-            "pool_max_connections": concurrency + POOL_EXTRA,
+            "pool_max_connections": self.pool_max_conns or concurrency + POOL_EXTRA,
+            **self.applied(),
         }
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        session = Session(target)
+        session = Session(target, self.listen_notify, self.pool_max_conns)
         try:
             yield session
         finally:

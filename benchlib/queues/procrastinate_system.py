@@ -14,6 +14,10 @@ clock starts, so there is nothing to be notified of. Keeping up with a producer
 (`continuous=True`): procrastinate's defaults, `wait=True` with LISTEN/NOTIFY waking
 idle workers, and a fetch polling interval of 5 s as the fallback.
 
+LISTEN/NOTIFY off while keeping up (`listen_notify: false`, `settable`): its users' switch
+(`run_worker_async(listen_notify=False)`), so idle workers find new jobs by the polling interval
+alone; a drain never listens.
+
 Rescue of a dead worker's jobs (its process form's BENCH_SETTINGS, `settable`): at defaults
 nothing retries a job whose worker died holding it. With `stalled_retry_every_s`, the worker's
 app also has the task of procrastinate's how-to "Retry stalled jobs" (docs/howto/production/
@@ -53,8 +57,9 @@ def stalled_cron(every_s: int) -> str:
 
 
 class Session:
-    def __init__(self, target: Any, rescue: dict[str, float] | None = None) -> None:
+    def __init__(self, target: Any, rescue: dict[str, float] | None = None, listen_notify: bool = True) -> None:
         self.target = target
+        self.listen_notify = listen_notify  # while keeping up; False: idle workers poll only
         self.rescue = rescue or {}  # the stalled-jobs retry's settings; empty: none (the default)
         self.conninfo = make_conninfo(target.dsn, options=f"-c search_path={SCHEMA}")
         self.handled: Handled | None = None
@@ -127,7 +132,7 @@ class Session:
         async with app.open_async():
             self.working = app
             worker = asyncio.create_task(app.run_worker_async(
-                concurrency=concurrency, wait=continuous, listen_notify=continuous,
+                concurrency=concurrency, wait=continuous, listen_notify=continuous and self.listen_notify,
                 fetch_job_polling_interval=POLLING_INTERVAL_S, install_signal_handlers=False,
                 delete_jobs="never", name="benchlib"))
             # no grace: cancelling run_worker_async is procrastinate's own graceful stop (it
@@ -157,14 +162,21 @@ class Procrastinate:
                                      "dead worker's jobs",
             "stalled_after_s": "get_stalled_jobs(seconds_since_heartbeat=N): a doing job is stalled once its "
                                "worker's heartbeat (every 10 s) is older; default 30 (procrastinate's)",
+            "listen_notify": "run_worker_async(listen_notify=...) while keeping up: false, and idle workers find "
+                             f"new jobs by the {POLLING_INTERVAL_S:g} s polling interval alone; default true "
+                             "(a drain never listens)",
         })
 
     def __init__(self, given: dict[str, Any] | None = None) -> None:
-        self.rescue = {k: float(v) for k, v in (given or {}).items()}
+        given = dict(given or {})
+        self.listen_notify = bool(given.pop("listen_notify", True))
+        self.rescue = {k: float(v) for k, v in given.items()}
 
     @staticmethod
     def setting_refusal(given: dict[str, Any]) -> str | None:
         """Why these BENCH_SETTINGS values are refused (one line naming the key and what it takes), or None."""
+        if "listen_notify" in given and not isinstance(given["listen_notify"], bool):
+            return f"BENCH_SETTINGS: listen_notify must be true or false, got {given['listen_notify']!r}"
         every, after = given.get("stalled_retry_every_s"), given.get("stalled_after_s")
         if "stalled_retry_every_s" in given and (number_of(every) is None or number_of(every) not in (
                 *CRON_SECONDS, *CRON_MINUTES)):
@@ -179,11 +191,13 @@ class Procrastinate:
                         f"{HEARTBEAT_S:g} s worker heartbeats, so a live worker's jobs are never retried); got {after!r}")
         return None
 
-    def applied(self) -> dict[str, float]:
-        """The stalled-jobs retry in force (numbers, for the hello and the work reply); {} at defaults."""
+    def applied(self) -> dict[str, float | bool]:
+        """The settings given that are in force (for the hello and the work reply): the stalled-jobs
+        retry, LISTEN/NOTIFY off; {} at defaults."""
+        out: dict[str, float | bool] = {} if self.listen_notify else {"listen_notify": False}
         if not self.rescue:
-            return {}
-        return {"stalled_retry_every_s": self.rescue["stalled_retry_every_s"],
+            return out
+        return {**out, "stalled_retry_every_s": self.rescue["stalled_retry_every_s"],
                 "stalled_after_s": self.rescue.get("stalled_after_s", STALLED_AFTER_S),
                 "worker_heartbeat_s": HEARTBEAT_S}
 
@@ -191,12 +205,13 @@ class Procrastinate:
         """What bounds its throughput: one job per fetch query; an idle worker waits for a NOTIFY or
         the polling interval (continuous mode only: a drain polls without waiting); and the
         stalled-jobs retry when one was set."""
+        listening = "on while keeping up, off while draining" if self.listen_notify else "off"
         return {"workers": concurrency, "fetch_size_jobs": 1, "polling_interval_s": POLLING_INTERVAL_S,
-                "listen_notify": "on while keeping up, off while draining", **self.applied()}
+                **self.applied(), "listen_notify": listening}
 
     @asynccontextmanager
     async def session(self, target: Any) -> AsyncIterator[Session]:
-        session = Session(target, self.rescue)
+        session = Session(target, self.rescue, self.listen_notify)
         try:
             yield session
         finally:

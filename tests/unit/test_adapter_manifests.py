@@ -19,13 +19,14 @@ def test_settable_lists_the_manifests_keys(m):
         assert variant.caps.settable == m.settings and set(variant.overrides) <= set(m.settings)
 
 
-def test_river_and_pg_boss_list_their_rescue_settings():
+def test_the_adapters_list_their_rescue_listen_and_pool_settings():
     assert set(adapter_builds.manifest("river").settings) == {
-        "fetch_cooldown_ms", "fetch_poll_interval_ms", "job_timeout_s", "rescue_stuck_jobs_after_s"}
+        "fetch_cooldown_ms", "fetch_poll_interval_ms", "job_timeout_s", "rescue_stuck_jobs_after_s",
+        "listen_notify", "pool_max_conns"}
     assert set(adapter_builds.manifest("pg-boss").settings) == {
-        "polling_interval_s", "expire_in_s", "maintenance_interval_s"}
+        "polling_interval_s", "expire_in_s", "maintenance_interval_s", "pool_max_conns"}
     assert set(adapter_builds.manifest("graphile-worker").settings) == {
-        "poll_interval_ms", "complete_job_batch_delay_ms", "fail_job_batch_delay_ms"}
+        "poll_interval_ms", "complete_job_batch_delay_ms", "fail_job_batch_delay_ms", "pool_max_conns"}
 
 
 def test_a_variant_naming_a_key_the_adapter_lacks_is_refused_before_anything_starts():

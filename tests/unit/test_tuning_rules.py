@@ -59,6 +59,21 @@ def test_a_probe_backlog_lasts_its_window_at_the_expected_rate_and_a_short_one_r
     assert short({"ran_dry": True, "window_s": 0.0}, p)  # ran out within its warm-up: again, larger
 
 
+def test_a_probe_expects_the_highest_rate_so_far_or_twice_its_variants_last_where_that_is_less():
+    from benchlib.studies.tuning.measure import Config, expected_rate
+    rows = [{"purpose": "warmup", "variant": "default", "instances": None, "rate_jobs_s": 9_000.0},
+            {"purpose": "probe", "variant": "default", "instances": None, "rate_jobs_s": 1_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": 20_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": 3_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": None}]  # failed: not a rate
+    tuned, default = Config("tuned", 256, 50, {}), Config("default", 16, None, {})
+    assert expected_rate(rows, tuned, 20_000.0) == 6_000.0  # its variant fell to 3,000 at the lower concurrency
+    assert expected_rate(rows, default, 20_000.0) == 2_000.0  # not the warm-up's, not another variant's
+    assert expected_rate(rows, Config("tuned", 4, 50, {}, instances=2), 20_000.0) == 20_000.0  # a deployment: the highest
+    assert expected_rate(rows[:1], default, 1_000.0) == 1_000.0  # its variant's first probe: the highest so far
+    assert expected_rate(rows[:2], default, 1_500.0) == 1_500.0  # growth beyond the highest is not expected
+
+
 def test_the_rest_of_a_probe_drains_for_as_long_as_its_rate_needs_within_a_bound():
     from benchlib.studies.tuning.measure import _rest_s
     p = Params(drain_timeout_s=15)
@@ -97,6 +112,36 @@ def test_documented_settings_are_keys_each_system_declares():
     # the -fast registry entries run exactly the documented settings
     assert queues.QUEUES["river-fast"].overrides == queues.documented()["river"]["settings"]
     assert queues.QUEUES["pg-boss-fast"].overrides == queues.documented()["pg-boss"]["settings"]
+
+
+def test_a_documented_pool_the_servers_connections_cannot_serve_is_refused(monkeypatch):
+    """pool_max_conns beyond what the server keeps for a system (the largest concurrency + the margin)
+    is a one-line error before any server starts; one that fits runs."""
+    entry = {"settings": {"pool_max_conns": 300}, "batch": None, "source": "a fake"}
+    monkeypatch.setattr(queues, "documented", lambda: {"river": entry})
+    with pytest.raises(BenchError, match=r"river: pool_max_conns 300 is more connections than the server keeps "
+                                         r"for a system \(112: the largest concurrency \+ 48\)"):
+        Params(systems=("river",), concurrency=(4, 64), default_concurrency=4)
+    assert Params(systems=("river",), concurrency=(4, 256), default_concurrency=4).systems == ("river",)
+
+
+def test_listen_and_pool_settings_are_checked_in_one_line():
+    with pytest.raises(BenchError, match="listen_notify must be true or false, got 'no'"):
+        queues.get("chancy", "postgres", {"listen_notify": "no"})
+    with pytest.raises(BenchError, match="listen_notify must be true or false, got 0"):
+        queues.get("procrastinate", "postgres", {"listen_notify": 0})
+    with pytest.raises(BenchError, match="pool_max_conns must be an integer from 1, got 2.5"):
+        queues.get("chancy", "postgres", {"pool_max_conns": 2.5})
+    with pytest.raises(BenchError, match="unknown key 'listen_notify'; awa takes poll_interval_ms"):
+        queues.get("awa", "postgres", {"listen_notify": False})
+    with pytest.raises(BenchError, match="unknown key 'listen_notify'; pg-boss takes"):
+        queues.get("pg-boss", "postgres", {"listen_notify": False})
+    chancy = queues.get("chancy", "postgres", {"listen_notify": False, "pool_max_conns": 3})
+    assert chancy.applied() == {"listen_notify": False, "pool_max_conns": 3}
+    assert chancy.settings(8, None)["pool_max_connections"] == 3 and chancy.settings(8, None)["notifications"] == "off"
+    assert queues.get("chancy", "postgres").applied() == {}  # defaults: nothing given, nothing reported as given
+    procrastinate = queues.get("procrastinate", "postgres", {"listen_notify": False})
+    assert procrastinate.applied() == {"listen_notify": False} and procrastinate.settings(4, None)["listen_notify"] == "off"
 
 
 def test_settings_are_input_checked_in_one_line():
@@ -164,6 +209,10 @@ def test_the_sweep_accounting_counts_lost_only_where_reconciled():
     probes, results = _tables()
     totals = analysis.totals({"probes": probes, "steps": None, "results": results})
     assert totals == {"lost": 3, "duplicates": 0, "failed": 0, "unchecked": 1}
+    # the discarded first probe has no rest: not reconciled, and never counted as unchecked
+    warm = _frame([_probe(system="c", purpose="warmup", consumers=4, rate_jobs_s=10.0, reconciled=False, lost=None)],
+                  PROBES)
+    assert analysis.totals({"probes": pl.concat([probes, warm]), "steps": None, "results": results}) == totals
 
 
 def test_published_peaks_sit_beside_ours_only_where_both_ran():

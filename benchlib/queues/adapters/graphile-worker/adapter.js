@@ -10,7 +10,7 @@ const { serve, readSettings, handled, enqueued, error, poolOps, jobWork } = requ
 const SCHEMA = 'graphile_worker'
 const TASK = 'bench'
 // graphile-worker's defaults, set explicitly so hello reports what actually runs;
-// BENCH_SETTINGS may override these three. graphile-worker checks none of them: the
+// BENCH_SETTINGS may override these four. graphile-worker checks none of them: the
 // ranges are Node's timers' (a delay past 2^31 - 1 ms fires after 1 ms), and a batch
 // delay below 0 turns batching off (its main.js: `completeJobBatchDelay >= 0 ? batch(...)`).
 const ms = (low, v) => Number.isInteger(v) && v >= low && v <= 2147483647
@@ -24,7 +24,9 @@ const { values: SETTINGS, refusal } = readSettings({
   // once, and a busy worker (or a full local-queue fetch) fetches again without waiting
   poll_interval_ms: { value: 2000, range: 'an integer from 1 to 2147483647', ok: v => ms(1, v) },
   complete_job_batch_delay_ms: batchDelay, // preset.worker.completeJobBatchDelay
-  fail_job_batch_delay_ms: batchDelay // preset.worker.failJobBatchDelay
+  fail_job_batch_delay_ms: batchDelay, // preset.worker.failJobBatchDelay
+  // the pg.Pool passed as run()'s pgPool; null: max(10, concurrency + 2), its own advice
+  pool_max_conns: { value: null, range: 'an integer from 1 to 262143', ok: v => Number.isInteger(v) && v >= 1 && v <= 262143 }
 })
 const POLL_INTERVAL_MS = SETTINGS.poll_interval_ms
 const LOCK_EXPIRY_S = 4 * 3600 // a killed worker's locked jobs run again only after this
@@ -92,7 +94,7 @@ async function work ({ concurrency, batch, job_work: given }) {
   const task = perJob.run // the job's work (none: nothing), then report, return
     ? async payload => { await perJob.run(1); handled(payload?.seq) }
     : payload => { handled(payload?.seq) }
-  const maxPoolSize = Math.max(10, concurrency + 2) // graphile-worker's own advice
+  const maxPoolSize = SETTINGS.pool_max_conns ?? Math.max(10, concurrency + 2) // graphile-worker's own advice
   const pool = new pg.Pool({ connectionString: DSN, max: maxPoolSize })
   // both handlers, as graphile-worker asks of a pool it is given: an idle or a
   // LISTENing client's error becomes an error event rather than a crash
@@ -121,7 +123,7 @@ async function work ({ concurrency, batch, job_work: given }) {
   // No ceiling_jobs_per_s: none of its settings caps the rate (the poll interval only
   // paces a worker that found nothing)
   return {
-    settings: { ...numbers(hello().settings), concurrency, local_queue_size: localQueueSize, max_pool_size: maxPoolSize, ...perJob.settings }
+    settings: { ...numbers(hello().settings), concurrency, local_queue_size: localQueueSize, pool_max_conns: pool.options.max, ...perJob.settings }
   }
 }
 
@@ -174,7 +176,7 @@ const hello = () => ({
     lock_expiry_s: LOCK_EXPIRY_S,
     reset_locked_interval_s: '480-600', // how often expired locks are looked for
     local_queue_ttl_ms: 300000,
-    max_pool_size: 'max(10, concurrency + 2)'
+    pool_max_conns: SETTINGS.pool_max_conns ?? 'max(10, concurrency + 2)' // (BENCH_SETTINGS)
   },
   tables: [`${SCHEMA}._private_jobs`],
   control_tables: [`${SCHEMA}._private_job_queues`, `${SCHEMA}._private_tasks`,

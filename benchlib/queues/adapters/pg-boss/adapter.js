@@ -31,6 +31,11 @@ const { values: SETTINGS, refusal } = readSettings({
     value: 120,
     range: 'a number from 1 to under 86400 (24 h)',
     ok: underADay
+  },
+  pool_max_conns: { // the workers' pg.Pool; null: max(10, concurrency + 2), ours
+    value: null,
+    range: 'an integer from 1 to 262143',
+    ok: v => Number.isInteger(v) && v >= 1 && v <= 262143
   }
 })
 const POLLING_INTERVAL_S = SETTINGS.polling_interval_s
@@ -121,7 +126,8 @@ async function insert (payloads) {
 async function work ({ concurrency, batch, continuous, job_work: given }) {
   if (running) throw new Error('workers are already running')
   const perJob = jobWork(given)
-  const pool = poolFor(Math.max(10, concurrency + 2)) // one connection per loop, plus maintenance
+  // one connection per loop, plus maintenance, unless BENCH_SETTINGS sizes it
+  const pool = poolFor(SETTINGS.pool_max_conns ?? Math.max(10, concurrency + 2))
   const db = trackedDb(pool)
   const boss = await bossOn(db, { pollingIntervalSeconds: POLLING_INTERVAL_S }).start()
     .catch(async err => { await pool.end(); throw err })
@@ -189,7 +195,7 @@ const hello = () => ({
     retry_limit: CONFIG.retryLimit,
     maintenance_interval_s: CONFIG.maintenanceIntervalSeconds, // (BENCH_SETTINGS)
     archive_completed_after_s: CONFIG.archiveCompletedAfterSeconds,
-    pool_max_conns: 'max(10, concurrency + 2)',
+    pool_max_conns: SETTINGS.pool_max_conns ?? 'max(10, concurrency + 2)', // (BENCH_SETTINGS)
     listen_notify: false
   },
   tables: [`${SCHEMA}.job`, `${SCHEMA}.${PARTITION}`, `${SCHEMA}.archive`],

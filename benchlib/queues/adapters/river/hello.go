@@ -30,8 +30,11 @@ func (s *system) Hello() map[string]any {
 			"job_timeout_s":                 seconds(s.settings.JobTimeout),
 			"completed_job_retention_s":     86400, // completed rows stay in river_job this long
 			"insert_notify_min_interval_ms": s.settings.FetchCooldown.Milliseconds(),
-			"pool_max_conns":                poolMaxConns,
-			"listen_notify":                 true,
+			// BENCH_SETTINGS may override these two: the application's pgxpool (10 unless set;
+			// workers hold none while they run a job) and LISTEN/NOTIFY (off: Config.PollOnly,
+			// so a new job waits up to fetch_poll_interval_ms)
+			"pool_max_conns": s.pool.Config().MaxConns, // as pgxpool took it
+			"listen_notify":  !s.settings.PollOnly,
 		},
 		"tables": []string{schema + ".river_job"},
 		// river_notification is the outbox of River's SQLite driver: it stays empty here

@@ -18,8 +18,7 @@ import (
 const (
 	// River's tables go in a schema of their own, so install and uninstall can
 	// also clear what a killed earlier run left behind.
-	schema       = "river"
-	poolMaxConns = 10 // workers hold none; fetch, complete, listen, elect do
+	schema = "river"
 )
 
 // insertArgs carries a harness payload through InsertMany byte for byte.
@@ -65,7 +64,8 @@ func newSystem(ctx context.Context, dsn string, w *writer) (*system, error) {
 func (s *system) config() *river.Config {
 	return &river.Config{Schema: schema, Logger: s.logger,
 		FetchCooldown: s.settings.FetchCooldown, FetchPollInterval: s.settings.FetchPollInterval,
-		JobTimeout: s.settings.JobTimeout, RescueStuckJobsAfter: s.settings.RescueStuckJobsAfter}
+		JobTimeout: s.settings.JobTimeout, RescueStuckJobsAfter: s.settings.RescueStuckJobsAfter,
+		PollOnly: s.settings.PollOnly}
 }
 
 // connect opens a fresh pool. pgx caches prepared statements per connection, and
@@ -76,7 +76,7 @@ func (s *system) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = poolMaxConns
+	cfg.MaxConns = s.settings.PoolMaxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err

@@ -28,7 +28,19 @@ type settings struct {
 	// than JobTimeout, and every job when JobTimeout is -1 (job_rescuer.go makeRetryDecision).
 	JobTimeout           time.Duration // -1: no timeout (and no rescue)
 	RescueStuckJobsAfter time.Duration
+	// Config.PollOnly: no LISTEN, so new jobs wait for FetchPollInterval (River's default: false)
+	PollOnly bool
+	// pgxpool's MaxConns of the pool the application hands River: fetches, completions, the
+	// LISTEN and the leader's election share it (workers hold none while they run a job)
+	PoolMaxConns int32
 }
+
+// The pool's size where BENCH_SETTINGS gives none: ours, not River's (pgxpool's default is
+// max(4, cores)). Workers hold no connection; fetches, completions, the LISTEN and the elector do.
+const poolMaxConnsDefault = 10
+
+// the largest pool_max_conns accepted: PostgreSQL's own limit of max_connections
+const poolMaxConnsMax = 262143
 
 // River's JobRescuerRescueAfterDefault (internal/maintenance/job_rescuer.go, not exported):
 // RescueStuckJobsAfter's default, or JobTimeout plus this when only JobTimeout is set.
@@ -61,6 +73,34 @@ var accepted = map[string]durationSetting{
 	"rescue_stuck_jobs_after_s": {time.Second, time.Second, maxS, false, func(s *settings) *time.Duration { return &s.RescueStuckJobsAfter }},
 }
 
+// The settings that are not durations: LISTEN/NOTIFY on or off, and the pool's size.
+var acceptedOther = map[string]string{
+	"listen_notify":  "true or false",
+	"pool_max_conns": fmt.Sprintf("an integer from 1 to %d", poolMaxConnsMax),
+}
+
+// readOther applies a setting of acceptedOther; a problem in words, or "".
+func readOther(name string, raw json.RawMessage, s *settings) string {
+	switch name {
+	case "listen_notify":
+		switch string(raw) { // JSON's literals only: null, 0 and "false" are refused
+		case "true":
+			s.PollOnly = false
+		case "false":
+			s.PollOnly = true
+		default:
+			return fmt.Sprintf("listen_notify must be true or false, got %s", raw)
+		}
+	case "pool_max_conns":
+		v, ok := integer(raw)
+		if !ok || v < 1 || v > poolMaxConnsMax {
+			return fmt.Sprintf("pool_max_conns must be %s, got %s", acceptedOther[name], raw)
+		}
+		s.PoolMaxConns = int32(v)
+	}
+	return ""
+}
+
 func (m durationSetting) rangeText() string {
 	text := fmt.Sprintf("an integer from %d to %d", int64(m.min/m.unit), m.max)
 	if m.infinite {
@@ -81,7 +121,7 @@ func seconds(d time.Duration) int64 {
 // refusal ("" when every key is known and every value accepted).
 func readSettings(text string) (settings, string) {
 	defaults := settings{FetchCooldown: river.FetchCooldownDefault, FetchPollInterval: river.FetchPollIntervalDefault,
-		JobTimeout: river.JobTimeoutDefault, RescueStuckJobsAfter: rescueAfterDefault}
+		JobTimeout: river.JobTimeoutDefault, RescueStuckJobsAfter: rescueAfterDefault, PoolMaxConns: poolMaxConnsDefault}
 	s := defaults
 	if strings.TrimSpace(text) == "" {
 		return s, ""
@@ -97,27 +137,24 @@ func readSettings(text string) (settings, string) {
 	sort.Strings(names)
 	var problems []string
 	for _, name := range names {
+		raw := bytes.TrimSpace(requested[name])
+		if _, other := acceptedOther[name]; other {
+			if problem := readOther(name, raw, &s); problem != "" {
+				problems = append(problems, problem)
+			}
+			continue
+		}
 		setting, ok := accepted[name]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("unknown key %q; this adapter overrides only %s", name, acceptedText()))
 			continue
 		}
-		raw := bytes.TrimSpace(requested[name])
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var value any
-		var v int64
-		err := dec.Decode(&value)
-		if n, isNumber := value.(json.Number); err == nil && isNumber {
-			v, err = n.Int64() // an integer: "1.5", "1e3" and strings are refused
-		} else {
-			err = fmt.Errorf("not a number")
-		}
-		if setting.infinite && err == nil && v == -1 {
+		v, ok := integer(raw)
+		if setting.infinite && ok && v == -1 {
 			*setting.field(&s) = -1
 			continue
 		}
-		if err != nil || v < int64(setting.min/setting.unit) || v > setting.max {
+		if !ok || v < int64(setting.min/setting.unit) || v > setting.max {
 			problems = append(problems, fmt.Sprintf("%s must be %s, got %s", name, setting.rangeText(), raw))
 			continue
 		}
@@ -149,16 +186,39 @@ func readSettings(text string) (settings, string) {
 }
 
 func acceptedText() string {
-	names := make([]string, 0, len(accepted))
+	names := make([]string, 0, len(accepted)+len(acceptedOther))
 	for name := range accepted {
+		names = append(names, name)
+	}
+	for name := range acceptedOther {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s (%s)", name, accepted[name].rangeText())
+		if text, other := acceptedOther[name]; other {
+			parts[i] = fmt.Sprintf("%s (%s)", name, text)
+		} else {
+			parts[i] = fmt.Sprintf("%s (%s)", name, accepted[name].rangeText())
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// integer reads a JSON integer: "1.5", "1e3" and strings are refused.
+func integer(raw json.RawMessage) (int64, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var value any
+	if err := dec.Decode(&value); err != nil {
+		return 0, false
+	}
+	n, isNumber := value.(json.Number)
+	if !isNumber {
+		return 0, false
+	}
+	v, err := n.Int64()
+	return v, err == nil
 }
 
 func isSet(requested map[string]json.RawMessage, name string) bool {

@@ -43,10 +43,10 @@ func (s *system) Work(ctx context.Context, concurrency int, work *jobWork) (map[
 		return nil, err
 	}
 	s.worker = client
-	reply := map[string]any{} // the hello's settings that are numbers, then this run's
+	reply := map[string]any{} // the hello's settings that are numbers or switches, then this run's
 	for name, v := range s.Hello()["settings"].(map[string]any) {
 		switch v.(type) {
-		case int, int64, float64:
+		case int, int32, int64, float64, bool:
 			reply[name] = v
 		}
 	}

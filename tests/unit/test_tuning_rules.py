@@ -69,7 +69,8 @@ def test_a_probe_expects_the_highest_rate_so_far_or_twice_its_variants_last_wher
     tuned, default = Config("tuned", 256, 50, {}), Config("default", 16, None, {})
     assert expected_rate(rows, tuned, 20_000.0) == 6_000.0  # its variant fell to 3,000 at the lower concurrency
     assert expected_rate(rows, default, 20_000.0) == 2_000.0  # not the warm-up's, not another variant's
-    assert expected_rate(rows, Config("tuned", 4, 50, {}, instances=2), 20_000.0) == 20_000.0  # a deployment: the highest
+    deployed = Config("tuned", 4, 50, {}, instances=2)
+    assert expected_rate(rows, deployed, 20_000.0) == 20_000.0  # a deployment's first probe: the highest
     assert expected_rate(rows[:1], default, 1_000.0) == 1_000.0  # its variant's first probe: the highest so far
     assert expected_rate(rows[:2], default, 1_500.0) == 1_500.0  # growth beyond the highest is not expected
 

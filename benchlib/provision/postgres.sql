@@ -25,3 +25,11 @@ SELECT current_setting('max_connections')::int AS max_connections,
        current_setting('superuser_reserved_connections')::int
          + coalesce(current_setting('reserved_connections', true)::int, 0) AS reserved,
        (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int AS in_use;
+
+-- name: end_clients
+-- Every other client backend, ended server-side (a stopped one acts on it only when continued).
+SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int
+FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();
+
+-- name: other_clients
+SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();

@@ -49,7 +49,7 @@ import polars as pl
 
 from benchlib import params as check
 from benchlib import queues
-from benchlib.errors import BenchError, kept_reason
+from benchlib.errors import BenchError, ending, failure_reason, kept_reason
 from benchlib.measure import now_ns
 from benchlib.queues import instances as deployed
 from benchlib.queues.base import run_sql
@@ -316,6 +316,20 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
             "settings": json.dumps(_ran(system, config), sort_keys=True, default=str)}
 
 
+async def probe_failure(target: Any, err: Exception) -> str:
+    """Why a probe failed, kept as its row. A statement that did not answer within its deadline
+    (errors.NoAnswer) ends the run everywhere else; a probe's ends only the probe where every other
+    client backend of our own server ended when told to (PgServer.end_clients): none was stopped,
+    so nothing the next probe sends waits on one. Acks of 256 pull consumers on 2 shared cores
+    waited over 60 s (2026-12-05): that configuration's result, kept as its row, not the run's end."""
+    if (stalled := ending(err)) is None:
+        return failure_reason(err)
+    if not await target.end_clients():
+        raise stalled from None
+    what = str(stalled).split(": it is stopped")[0]  # deadlines.no_answer's words, without the run's end
+    return f"NoAnswer: {what}; every client backend was then ended and the run went on"
+
+
 def _rest_s(p: Params, left: int, rate: float) -> float:
     """How long the rest of a probe's backlog may take to drain: drain_timeout_s, or where the rate
     seen says it needs longer, that time and 5 s more, up to 4 x drain_timeout_s (a backlog sized
@@ -443,7 +457,7 @@ async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) 
             try:
                 row |= await probe(target, system_of(p, name, config), config, p, guess)
             except Exception as err:  # a configuration that failed is a row with its reason
-                row["error"] = kept_reason(err)
+                row["error"] = await probe_failure(target, err)
             rows.append(row)
             rate, seen = row.get("rate_jobs_s"), row.get("seen_jobs_s")
             where = f" x{config.instances} processes" if config.instances else ""

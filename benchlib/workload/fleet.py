@@ -212,7 +212,7 @@ class Fleet:
             return []
         out = []
         for p in psutil.process_iter(["pid"]):
-            with contextlib.suppress(psutil.Error):
+            with contextlib.suppress(psutil.Error, ProcessLookupError):  # a process that ended meanwhile
                 if os.getpgid(p.pid) == pid:
                     out.append(p)
         return out

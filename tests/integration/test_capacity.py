@@ -342,8 +342,8 @@ async def test_a_stopped_producer_process_fails_its_step_in_one_line_naming_it(m
     3 s here): the step fails in one line naming it, and the stopped child is ended and reaped."""
     from benchlib.workload import producers
 
-    monkeypatch.setattr(producers, "REPLY_DEADLINE_S", 3.0)
     async with _producing_apart() as (step, producer, _):
+        monkeypatch.setattr(producers, "REPLY_DEADLINE_S", 3.0)  # once up: a busy machine starts it slower
         child = producer.proc
         with stopped(psutil.Process(child.pid)):
             with pytest.raises(RuntimeError, match=rf"^the producer process \(pid {child.pid}\) did not send "

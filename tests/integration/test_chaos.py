@@ -38,13 +38,13 @@ def fake(**settings) -> JsonLinesSystem:
     return LeaseFake()
 
 
-def plan(fault: dict, seconds: float, rate: float) -> engine.CellPlan:
+def plan(fault: dict, seconds: float, rate: float, drain_s: float = 8) -> engine.CellPlan:
     phases = scenario.parse([
         {"name": "warmup", "kind": "warmup", "seconds": 1},
         {"name": "base", "kind": "load", "seconds": 1},
         {"name": "fault", "kind": "fault", "seconds": seconds, **fault},
         {"name": "after", "kind": "recover", "seconds": 2},
-        {"name": "drain", "kind": "drain", "seconds": 8},
+        {"name": "drain", "kind": "drain", "seconds": drain_s},
     ], 1.0)
     return engine.CellPlan(phases, rate, instances=2, workers=2, batch=None, judged=("fault",))
 
@@ -82,8 +82,8 @@ async def test_a_pause_past_the_lease_runs_the_held_jobs_twice(pg_db):
     4 s while it holds jobs, their leases run out, instance 1 handles them, and instance 0,
     continued, reports them too: duplicates, and no job unfinished."""
     busy = 100  # more than the two instances handle: instance 0 always has a job in hand
-    ran = await engine.run_cell(fake(slow_ms=1000, lease_s=2, work_ms=15), pg_db,
-                                plan({"fault": "pause_worker"}, 4, busy), timeline.mark)
+    ran = await engine.run_cell(fake(slow_ms=1000, lease_s=2, work_ms=15), pg_db,  # the drain ends once drained:
+                                plan({"fault": "pause_worker"}, 4, busy, drain_s=60), timeline.mark)  # 60 s for a busy machine
     jobs = engine.Jobs.of(ran.ledger)
     (row,) = engine.account(jobs, ran.spans, ("fault",), ran.refused_ns, ran.exits, ran.start_ns, ran.end_ns)
     assert row["fault_ok"] and "stopped" in row["verified"]

@@ -29,7 +29,7 @@ async def test_default_loses_nothing_and_the_run_publishes(tmp_path):
     """`default` (synchronous_commit=on): no acknowledged enqueue or ack is lost in a crash;
     the throughput cells count every job once; both tables and one manifest are published."""
     params = durability.Params(config="default", concurrency=[1, 2, 4], jobs=[200], samples=1, warmup=0,
-                               crashes=3, crash_after_s=[0.2, 0.5], crash_backlog=3000)
+                               crashes=3, crash_after_s=[0.5, 1.0], crash_backlog=3000)
     run = await durability.run(params, data_dir=tmp_path, profile="smoke", progress=False)
     assert run.samples.columns == list(SAMPLES) and run.crashes.columns == list(CRASHES)
     assert run.samples["error"].is_null().all() and (run.samples["lost"] == 0).all()

@@ -59,6 +59,22 @@ def test_a_probe_backlog_lasts_its_window_at_the_expected_rate_and_a_short_one_r
     assert short({"ran_dry": True, "window_s": 0.0}, p)  # ran out within its warm-up: again, larger
 
 
+def test_a_probe_expects_the_highest_rate_so_far_or_twice_its_variants_last_where_that_is_less():
+    from benchlib.studies.tuning.measure import Config, expected_rate
+    rows = [{"purpose": "warmup", "variant": "default", "instances": None, "rate_jobs_s": 9_000.0},
+            {"purpose": "probe", "variant": "default", "instances": None, "rate_jobs_s": 1_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": 20_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": 3_000.0},
+            {"purpose": "probe", "variant": "tuned", "instances": None, "rate_jobs_s": None}]  # failed: not a rate
+    tuned, default = Config("tuned", 256, 50, {}), Config("default", 16, None, {})
+    assert expected_rate(rows, tuned, 20_000.0) == 6_000.0  # its variant fell to 3,000 at the lower concurrency
+    assert expected_rate(rows, default, 20_000.0) == 2_000.0  # not the warm-up's, not another variant's
+    deployed = Config("tuned", 4, 50, {}, instances=2)
+    assert expected_rate(rows, deployed, 20_000.0) == 20_000.0  # a deployment's first probe: the highest
+    assert expected_rate(rows[:1], default, 1_000.0) == 1_000.0  # its variant's first probe: the highest so far
+    assert expected_rate(rows[:2], default, 1_500.0) == 1_500.0  # growth beyond the highest is not expected
+
+
 def test_the_rest_of_a_probe_drains_for_as_long_as_its_rate_needs_within_a_bound():
     from benchlib.studies.tuning.measure import _rest_s
     p = Params(drain_timeout_s=15)
@@ -194,6 +210,10 @@ def test_the_sweep_accounting_counts_lost_only_where_reconciled():
     probes, results = _tables()
     totals = analysis.totals({"probes": probes, "steps": None, "results": results})
     assert totals == {"lost": 3, "duplicates": 0, "failed": 0, "unchecked": 1}
+    # the discarded first probe has no rest: not reconciled, and never counted as unchecked
+    warm = _frame([_probe(system="c", purpose="warmup", consumers=4, rate_jobs_s=10.0, reconciled=False, lost=None)],
+                  PROBES)
+    assert analysis.totals({"probes": pl.concat([probes, warm]), "steps": None, "results": results}) == totals
 
 
 def test_published_peaks_sit_beside_ours_only_where_both_ran():

@@ -19,7 +19,7 @@ import yaml
 
 from benchlib.findings import sig
 from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
-from benchlib.studies.tuning.measure import COMMON, best_probe, clean, counted, default_probe
+from benchlib.studies.tuning.measure import COMMON, WARMUP, best_probe, clean, counted, default_probe
 from benchlib.tables import Table, fmt, ratio
 
 EDGE = "the largest concurrency searched"
@@ -39,7 +39,8 @@ def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
         out["lost"] += int(df.filter(done)["lost"].fill_null(0).sum())
         out["duplicates"] += int(df["duplicates"].fill_null(0).sum())
         out["failed"] += int(df["error"].is_not_null().sum())
-        out["unchecked"] += int((~done & df["error"].is_null()).sum())
+        rested = df["purpose"] != WARMUP  # the discarded first probe has no rest: never unchecked
+        out["unchecked"] += int((~done & df["error"].is_null() & rested).sum())
     if results is not None:
         out["failed"] += int(results["error"].is_not_null().sum())
     return out

@@ -8,8 +8,9 @@ it. Here (METHOD.md, "tuning"):
 A **probe** measures one configuration quickly, as a drain: the system installed anew; a backlog
 enqueued before its consumers start (pull: the harness's connections; worker: the library's
 in-flight jobs) at the configuration's settings and fetch size, sized to last the warm-up and the
-window at `backlog_margin` x the rate expected (the highest this system showed so far; at first
-`first_rate`); a warm-up, then a window whose first handlings per second are the probe's rate.
+window at `backlog_margin` x the rate expected (`expected_rate`: the highest this system showed so
+far, at first `first_rate`, or less where the same variant's probe at the next lower concurrency
+was slower); a warm-up, then a window whose first handlings per second are the probe's rate.
 Nothing is enqueued while the window runs, so no producer shares the harness's process or the
 cores with the consumers. The window ends early where the backlog is nearly gone (a tenth left):
 then, if it lasted under half its time, the probe runs again once with a backlog sized from the
@@ -19,7 +20,8 @@ up to 4 x that) and every job is reconciled by id (lost, handled twice).
 The **grid** of a system: every `concurrency` x its variants, "default" (the library's own settings
 and fetch size; a pull design one job per dequeue) and "tuned" (queues/documented.yaml: the values
 its documentation or own benchmark gives), where it has one. Each system's first probe runs once
-before, discarded (METHOD.md rule 5: a cold server and library).
+before, discarded (METHOD.md rule 5: a cold server and library), with no rest: it only warms up
+and tells the first probe what rate to expect.
 
 The **best** configuration is the clean probe with the highest rate (clean: it ran, drained, lost
 nothing, handled nothing twice). Its capacity is then found and confirmed with the capacity
@@ -74,6 +76,7 @@ DRY_SHARE = 0.1  # a window ends where this share of the backlog is left: the co
 SHORT_SHARE = 0.5  # a window the backlog cut below this share of probe_s runs again, with a larger backlog
 CONNECTION_MARGIN = 48  # beyond the largest concurrency: a library's pool spares, LISTENs, producers, the harness's
 SERVER_SPARE = 10  # max_connections beyond what the study counts on
+GROWTH = 2.0  # a probe expects at most this many times the rate of its variant's probe at the lower concurrency
 
 
 @dataclass(frozen=True)
@@ -268,8 +271,22 @@ def backlog_for(p: Params, expected: float) -> int:
     return min(p.max_backlog, max(p.min_backlog, want))
 
 
-async def probe(target: Any, system: Any, config: Config, p: Params, expected: float) -> dict[str, Any]:
-    """One configuration's rate at saturation (the module's docstring says how)."""
+def expected_rate(rows: Sequence[dict[str, Any]], config: Config, highest: float) -> float:
+    """The rate a probe's backlog is sized for: the highest this system showed so far, or, where its
+    variant and deployment were probed already (at the grid's next lower concurrency), GROWTH x that
+    probe's rate where less. A rate that falls as concurrency grows (a pull design's 256 consumers
+    contend) then leaves a rest of a few seconds, not one that cannot drain in time; one that
+    grows more than GROWTH x runs out and is probed again."""
+    same = [r for r in rows if r.get("purpose") == "probe" and r["variant"] == config.variant
+            and r.get("instances") == config.instances and r.get("rate_jobs_s")]
+    return min(highest, GROWTH * same[-1]["rate_jobs_s"]) if same else highest
+
+
+async def probe(target: Any, system: Any, config: Config, p: Params, expected: float,
+                rest: bool = True) -> dict[str, Any]:
+    """One configuration's rate at saturation (the module's docstring says how); without `rest`
+    (the discarded first) the consumers stop at the window's end: its jobs are reconciled only
+    where the window emptied the queue."""
     ledger = Ledger(by_seq=system.kind == "worker")
     consumers = InProcess(system, target, config.concurrency, config.batch, drivers.worker_handler(ledger),
                           sink=ledger, kind=system.kind, job_work=JobWork.parse(p.job_work))
@@ -293,7 +310,7 @@ async def probe(target: Any, system: Any, config: Config, p: Params, expected: f
         end = min(end, now_ns())
         seen = ledger.distinct / max((now_ns() - began) / 1e9, 1e-3)  # since the consumers started
         rest_from, rest_first = now_ns(), ledger.distinct
-        deadline = rest_from + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9)
+        deadline = rest_from + int(_rest_s(p, acked - ledger.distinct, seen) * 1e9 if rest else 0)
         while ledger.distinct < acked and now_ns() < deadline:
             await asyncio.sleep(LOOK_S)
             consumers.raise_failed()
@@ -386,7 +403,8 @@ PROBES: Schema = {
                                 "run again)"),
     "rate_jobs_s": (pl.Float64, "handled / window_s: the configuration's rate at saturation"),
     "enqueued": (pl.Int64, "jobs the system acknowledged"),
-    "reconciled": (pl.Boolean, "the rest drained within drain_timeout_s, so lost is counted"),
+    "reconciled": (pl.Boolean, "the rest drained within drain_timeout_s, so lost is counted (the discarded first has "
+                               "no rest: reconciled only where its window emptied the queue)"),
     "lost": (pl.Int64, "acknowledged and never handled (null: not reconciled)"),
     "duplicates": (pl.Int64, "handlings past the first"),
     "unknown": (pl.Int64, "handlings of no job the producer enqueued"),
@@ -450,12 +468,12 @@ async def _probes(p: Params, name: str, target: Any, step: Callable[..., None]) 
 
     async def run(config: Config, purpose: str) -> None:
         nonlocal expected
-        guess = expected
+        guess = expected_rate(rows, config, expected)
         for attempt in (0, 1):
             row = {"backend": p.backend, "kind": queues.QUEUES[name].kind, "job_work": p.job_work,
                    "purpose": purpose, "attempt": attempt, "started_at": utc_now(), **config.as_row()}
             try:
-                row |= await probe(target, system_of(p, name, config), config, p, guess)
+                row |= await probe(target, system_of(p, name, config), config, p, guess, rest=purpose != WARMUP)
             except Exception as err:  # a configuration that failed is a row with its reason
                 row["error"] = await probe_failure(target, err)
             rows.append(row)

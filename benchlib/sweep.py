@@ -8,8 +8,9 @@ Order of events, so that bad input never costs a measurement:
    another run;
    a run that names a server major this machine lacks (`pg_major`, e.g. the system's
    PostgreSQL 15 beside the wheel's 18), or a system build it lacks (pgqrs's SQLite,
-   Turso and S3 stores without `make pgqrs-full`), is skipped, with the reason in the
-   summary, and its published results, if any, stay as they are; every other problem
+   Turso and S3 stores without `make pgqrs-full`; PgQ without postgresql-15-pgq3), is
+   skipped, with the reason in the summary, and its published results, if any, stay
+   as they are; every other problem
    stops the sweep before anything runs;
 3. execute the notebooks one by one, each with one terminal bar (relayed from the
    kernel) and its log and executed copy in build/notebooks/;

@@ -159,6 +159,15 @@ class Pgq(PullOps):
     server_major: ClassVar[int | None] = 15  # the server it needs: Debian 12 packages PgQ for PostgreSQL 15 only
     control_tables = ("pgq.queue", "pgq.consumer", "pgq.subscription", "pgq.tick", "pgq.retry_queue")
 
+    @classmethod
+    def missing_build(cls, backend: str) -> str | None:
+        """Why PgQ cannot run here: its extension is not installed for the server it needs. Its runs
+        are then skipped and their published results stay; run, they would record only the failed
+        install (and the cells' keys, which name the installed pgq, would differ)."""
+        if cls.server_major in shipped():
+            return None
+        return f"pgq needs its extension for PostgreSQL {cls.server_major} (`{APT}`); its published results stay"
+
     def __init__(self, children: int = NTABLES, group: str | None = "drain", rotation_period_s: float | None = None,
                  ticker_max_lag_s: float = 0.0, ticker_idle_period_s: float = 0.0) -> None:
         if children != NTABLES:

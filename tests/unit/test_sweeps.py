@@ -231,3 +231,22 @@ def test_a_run_whose_system_lacks_its_build_here_is_skipped_and_keeps_its_result
     assert skipped.pop("postgres__pgqrs") is None
     assert set(skipped) == {"sqlite__pgqrs", "turso__pgqrs", "s3__pgqrs"}
     assert all("make pgqrs-full" in why for why in skipped.values()), skipped
+
+
+def test_runs_of_pgq_without_its_extension_here_are_skipped_and_keep_their_results(monkeypatch, tmp_path):
+    """Without postgresql-15-pgq3, the PostgreSQL 15 runs that include PgQ re-measured every cell
+    (their keys name the installed pgq) and published the failed install over the results; they
+    are skipped with the install command, and the runs without PgQ are not."""
+    from benchlib.queues import pgq
+
+    monkeypatch.setattr(pgq, "shipped", lambda: {})
+    jobs = sweep.plan("standard", ["enqueue", "xmin_horizon"], data_dir=tmp_path)
+    asyncio.run(sweep.preflight(jobs))
+    with_pgq = {j.name for j in jobs if "pgq" in STUDIES[j.study].measure.systems(j.params)}
+    assert with_pgq and with_pgq != {j.name for j in jobs}
+    for job in jobs:
+        if job.name in with_pgq:
+            # (or "no PostgreSQL 15 server binaries" on a machine without them)
+            assert pgq.APT in (job.skipped or "") or "PostgreSQL 15" in (job.skipped or ""), (job.name, job.skipped)
+        elif job.skipped:
+            assert "pgq" not in job.skipped, (job.name, job.skipped)

@@ -235,12 +235,31 @@ def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatc
     # a: its best held 1,400 - 1,600 against 30 at its defaults; b: its defaults held more than its best probe's
     assert card == {"a": {report.BEST: "tuned 1,400–1,600 (47× defaults)"}, "b": {report.BEST: "tuned 9,000 (its defaults)"}}
     text = [f.text() for f in report.findings(tables, manifests)]
-    assert text[0].startswith("Tuned, the products held 47× the rate of their defaults at 4 consumers (1 product); "
+    assert text[0].startswith("Tuned, the products held 47× their defaults' rate at 4 consumers (1 product); "
                               "a gained most, 47× (concurrency 64, fetch_cooldown_ms 2)")
     assert "b kept up with 9,000 jobs/s, the most of any product" in text[1]
     assert "For b, the configuration fastest at saturation held less than the defaults" in text[2]
     assert text[3].startswith("2 products ran best at the largest concurrency searched") and text[3].endswith("a, b.")
     assert "one probe window of 5 s" in report.spread(tables, manifests)
+
+
+def test_a_gain_over_defaults_capped_by_their_own_settings_says_so(monkeypatch):
+    """a's defaults held 30 jobs/s, all that their settings allow (ceiling_jobs_per_s 30): its 47x is
+    a gain over that ceiling, and the finding says so; without the ceiling it does not."""
+    from benchlib.studies.tuning import report
+    probes, results = _tables()
+    monkeypatch.setattr(report.features, "is_product", lambda name: True)
+    manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]
+    plain = report.findings({"probes": probes, "results": results}, manifests)[0].text()
+    assert "cap" not in plain
+    capped = probes.with_columns(pl.when((pl.col("system") == "a") & (pl.col("variant") == "default")
+                                         & (pl.col("consumers") == 4))
+                                 .then(pl.lit(json.dumps({"ceiling_jobs_per_s": 30}))).otherwise(pl.col("settings"))
+                                 .alias("settings"))
+    assert analysis.summary(capped, results, 4)[0]["default_at_ceiling"]
+    text = report.findings({"probes": capped, "results": results}, manifests)[0].text()
+    assert "a gained most, 47× (concurrency 64, fetch_cooldown_ms 2); its defaults' settings cap it at 30 jobs/s" \
+           in text, text
 
 
 def test_a_best_the_producers_could_not_feed_is_a_lower_bound_never_ranked_below_the_defaults(monkeypatch):

@@ -137,6 +137,7 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
         default_cap = best_cap if same else _capacity(default_rows)
         ran = best_rows.filter(pl.col("error").is_null())
         cap = ceiling(best["settings"]) if best else None
+        default_ceiling = ceiling(default["settings"]) if default else None
         default_wins = bool(best_cap and default_cap and not same and default_cap[0] > best_cap[0])
         short = _bound(best_rows) == "producer-bound"
         out.append({
@@ -157,6 +158,10 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "rounds": ran.height, "confirmed": int(ran["confirmed"].fill_null(False).sum()),
             "edge": bool(best and best["consumers"] == max(r["consumers"] for r in rows)),
             "ceiling": cap, "at_ceiling": bool(cap and best_cap and best_cap[1] >= CEILING_NEAR * cap),
+            # the defaults held what their own settings allow: a gain over them is over that ceiling
+            "default_ceiling": default_ceiling,
+            "default_at_ceiling": bool(default_ceiling and default_cap
+                                       and default_cap[1] >= CEILING_NEAR * default_ceiling),
             "instances": deployed(rows), "common": at_common_rate(steps, system),
         })
     return out

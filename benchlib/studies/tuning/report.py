@@ -11,7 +11,7 @@ import polars as pl
 
 from benchlib import features
 from benchlib.findings import Finding, Ratio, sig
-from benchlib.tables import plural
+from benchlib.tables import fmt, plural
 from benchlib.studies.capacity.report import KEPT
 from benchlib.studies.tuning import analysis, charts
 
@@ -70,11 +70,13 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     gained = sorted((r for r in products if _gain(r)), key=lambda r: -_gain(r))
     if gained:
         top = gained[0]
-        out.append(Finding("tuning", "Tuned, the products held {span} the rate of their defaults at {dc} consumers "
-                           "({n}); {top} gained most, {gain} ({diff}).",
+        capped = "; its defaults' settings cap it at {cap} jobs/s" if top["default_at_ceiling"] else ""
+        out.append(Finding("tuning", "Tuned, the products held {span} their defaults' rate at {dc} consumers "
+                           "({n}); {top} gained most, {gain} ({diff})" + capped + ".",
                            {"n": plural(len(gained), "product"), "dc": _params(manifests).get("default_concurrency", 4),
                             "span": (Ratio(min(_gain(r) for r in gained)), Ratio(max(_gain(r) for r in gained))),
-                            "top": top["system"], "gain": Ratio(_gain(top)), "diff": top["diff"]},
+                            "top": top["system"], "gain": Ratio(_gain(top)), "diff": top["diff"],
+                            "cap": fmt(top["default_ceiling"] or 0)},
                            interval="lower ends of the brackets, one run",
                            cells=tuple(f"postgres/{r['system']}" for r in gained)))
     held = sorted(products, key=lambda r: -r["tuned"][0])

@@ -238,9 +238,30 @@ def test_the_front_page_reads_tuned_against_default_capacity_on_fakes(monkeypatc
     assert text[0].startswith("Tuned, the products held 47× their defaults' rate at 4 consumers (1 product); "
                               "a gained most, 47× (concurrency 64, fetch_cooldown_ms 2)")
     assert "b kept up with 9,000 jobs/s, the most of any product" in text[1]
-    assert "For b, the configuration fastest at saturation held less than the defaults" in text[2]
+    assert "For b, the fastest checked configuration at saturation held less than the defaults" in text[2]
+    assert "reconciled" not in text[2]  # a's faster probe lost jobs: checked, not a doubt
     assert text[3].startswith("2 products ran best at the largest concurrency searched") and text[3].endswith("a, b.")
     assert "one probe window of 5 s" in report.spread(tables, manifests)
+
+
+def test_a_faster_probe_whose_rest_did_not_drain_is_flagged_beside_the_best(monkeypatch):
+    """b's tuned probe at 4 consumers read 12,000 jobs/s, faster than its best (9,000), but its rest
+    did not drain: it cannot be the best, and the table and finding say a faster one went unchecked.
+    a's faster probe lost jobs: that is a result, not flagged as unchecked."""
+    from benchlib.studies.tuning import report
+    probes, results = _tables()
+    faster = _frame([_probe(system="b", kind="pull", variant="tuned", consumers=4, batch=50, rate_jobs_s=12_000.0,
+                            reconciled=False, lost=None)], PROBES)
+    probes = pl.concat([probes, faster])
+    a, b = analysis.summary(probes, results, 4)
+    assert b["best_jobs_s"] == 9_000.0 and [r["consumers"] for r in b["faster_unchecked"]] == [4]
+    assert a["faster_unchecked"] == []
+    rows = analysis.table([a, b], 4).rows
+    assert rows[1]["flags"].endswith("faster but unchecked: tuned C=4 (12,000)") and "unchecked" not in rows[0]["flags"]
+    monkeypatch.setattr(report.features, "is_product", lambda name: True)
+    manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]
+    text = " ".join(f.text() for f in report.findings({"probes": probes, "results": results}, manifests))
+    assert "faster probes of b could not all be reconciled in time" in text
 
 
 def test_a_gain_over_defaults_capped_by_their_own_settings_says_so(monkeypatch):
@@ -381,7 +402,7 @@ def test_two_processes_and_the_common_rate_read_on_the_page_on_fakes(monkeypatch
     assert rows[0]["best_jobs_s"] == 2_000.0  # the grid's best, not the two processes'
     assert rows[0]["instances"] == {1: 2_000.0, 2: 3_000.0} and rows[1]["instances"] == {}
     (row,) = analysis.deployment_table(rows).rows
-    assert row == {"system": "a", "1 process: probe": "2,000", "2 processes: probe": "3,000 (1.50×)",
+    assert row == {"system": "a", "1 process: probe": "2,000", "2 processes: probe": "3,000 (1.5×)",
                    "at the defaults' held rate": "30", "p99 there: defaults": "61 ms", "p99 there: best": "4.2 ms"}
     monkeypatch.setattr(report.features, "is_product", lambda name: True)
     manifests = [{"params": {"default_concurrency": 4, "concurrency": [4, 16, 64], "rounds": 3, "probe_s": 5}}]

@@ -17,10 +17,10 @@ from typing import Any
 import polars as pl
 import yaml
 
-from benchlib.findings import sig
+from benchlib.findings import Ratio, sig
 from benchlib.studies.capacity.analysis import CEILING_NEAR, ceiling, with_reconciled
 from benchlib.studies.tuning.measure import COMMON, WARMUP, best_probe, clean, counted, default_probe
-from benchlib.tables import Table, fmt, ratio
+from benchlib.tables import Table, fmt
 
 EDGE = "the largest concurrency searched"
 SHORT = "best: the producers fell short (≥)"  # a search the producers ended (capacity's "producer-bound")
@@ -163,8 +163,19 @@ def summary(probes: pl.DataFrame, results: pl.DataFrame, default_concurrency: in
             "default_at_ceiling": bool(default_ceiling and default_cap
                                        and default_cap[1] >= CEILING_NEAR * default_ceiling),
             "instances": deployed(rows), "common": at_common_rate(steps, system),
+            "faster_unchecked": faster_unchecked(rows, best),
         })
     return out
+
+
+def faster_unchecked(rows: list[dict[str, Any]], best: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The grid's probes that read faster than the best but whose rest did not drain in time, so their
+    jobs could not all be reconciled: the best is the fastest checked one, and one of these may serve
+    the system better (pgqrs, 2026-12-05: its probes slowed as its backlog grew). A probe that lost
+    or doubled a job was checked: that is its result, not a doubt."""
+    top = best["rate_jobs_s"] if best else 0.0
+    return [r for r in counted(rows) if not r.get("reconciled") and r.get("error") is None
+            and r.get("instances") is None and (r.get("rate_jobs_s") or 0) > top]
 
 
 def _range(pair: tuple[float, float] | None) -> str:
@@ -182,6 +193,9 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
         flags = [f for f, on in ((EDGE, r["edge"]), ("its settings' ceiling", r["at_ceiling"]),
                                  (SHORT, short),
                                  ("held less than its defaults", r["default_wins"] and not short)) if on]
+        if faster := r.get("faster_unchecked"):
+            flags.append("faster but unchecked: " + ", ".join(
+                f"{f['variant']} C={f['consumers']} ({fmt(f['rate_jobs_s'])})" for f in faster))
         nothing = r.get("default_bound") == "nothing passed"
         out.append({
             "system": r["system"],
@@ -191,7 +205,7 @@ def table(rows: list[dict[str, Any]], default_concurrency: int) -> Table:
             "best probe's settings (vs defaults)": r["diff"] or (r["error"] or "–"),
             "best: held": ("≥ " if short else "") + _range(r["capacity"]),
             "confirmed": f"{r['confirmed']}/{r['rounds']}" if r["rounds"] and not short else "–",
-            "probe gain": ratio(r["gain"]),
+            "probe gain": sig(Ratio(r["gain"])) if r["gain"] else "–",
             "spread of probes": _range(r["spread"]),
             "flags": "; ".join(flags) or "–",
         })
@@ -211,7 +225,7 @@ def deployment_table(rows: list[dict[str, Any]]) -> Table | None:
         for n in counts:
             rate = r["instances"].get(n)
             label = "1 process: probe" if n == 1 else f"{n} processes: probe"
-            row[label] = "–" if rate is None else fmt(rate) + (f" ({ratio(rate / one)})" if n > 1 and one else "")
+            row[label] = "–" if rate is None else fmt(rate) + (f" ({sig(Ratio(rate / one))})" if n > 1 and one else "")
         c = r["common"]
         row["at the defaults' held rate"] = fmt(c["rate"]) if c else "–"
         row["p99 there: defaults"] = f"{sig(c['default_p99_ms'])} ms" if c and c["default_p99_ms"] is not None else "–"

@@ -89,8 +89,12 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                        else f"lowest to highest of {plural(top['rounds'], 'round')}", cells=(f"postgres/{top['system']}",)))
     worse = [r["system"] for r in products if r["default_wins"] and not r["producer_bound"]]
     if worse:
-        out.append(Finding("tuning", "For {names}, the configuration fastest at saturation held less than the "
-                           "defaults: a probe ranks, only the capacity criteria decide.", {"names": ", ".join(worse)}))
+        unchecked = [r["system"] for r in products if r["system"] in worse and r["faster_unchecked"]]
+        out.append(Finding("tuning", "For {names}, the fastest checked configuration at saturation held less than "
+                           "the defaults: a probe ranks, only the capacity criteria decide"
+                           + ("; faster probes of {unchecked} could not all be reconciled in time."
+                              if unchecked else "."),
+                           {"names": ", ".join(worse), "unchecked": ", ".join(unchecked)}))
     out += _processes(products)
     edge = [r["system"] for r in products if r["edge"]]
     if edge:
@@ -153,6 +157,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "not_counted": analysis.not_counted(tables["probes"]),
         "errors": [r for r in rows if r["error"]],
         "edge": any(r["edge"] for r in rows),
+        "faster_unchecked": any(r["faster_unchecked"] for r in rows),
         "short": any(r["producer_bound"] for r in rows),
         "nothing": any(r["default_bound"] == "nothing passed" and not r["default_capacity"] for r in rows),
     }

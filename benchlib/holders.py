@@ -9,6 +9,14 @@ next cell starts (METHOD rule 1: killing a client does not end its backend).
 - logical_slot: an unconsumed logical replication slot (needs wal_level=logical).
   A logical slot pins `catalog_xmin` (system catalogs) and WAL, not the xmin of user
   tables; the study measures whether that matters for a queue.
+- active_readers: READERS sessions, each in one REPEATABLE READ transaction that counts
+  the rows of every user table of the cell's database (the system's own tables, as it
+  installed them) every EVERY_S: a report or a dashboard reading the queue while it runs.
+  They hold the horizon as rr_snapshot does, and also read (CPU, buffers) and keep
+  ACCESS SHARE locks on those tables (a TRUNCATE waits for them).
+
+Every holder is started with `start(target, admin)` and ended with `stop(admin)`, which
+returns only once the server no longer has it (or raises after GONE_TIMEOUT_S).
 """
 from __future__ import annotations
 
@@ -91,4 +99,53 @@ class LogicalSlot:
         self.created = False
 
 
-HOLDERS: dict[str, type] = {h.name: h for h in (RrSnapshot, IdleXid, LogicalSlot)}
+class ActiveReaders:
+    """READERS sessions counting the system's tables in one REPEATABLE READ transaction each."""
+
+    name = "active_readers"
+    READERS = 4
+    EVERY_S = 0.1
+
+    def __init__(self) -> None:
+        self.conns: list[asyncpg.Connection] = []
+        self.pids: list[int] = []
+        self.tasks: list[asyncio.Task] = []  # the cell engine watches them: a reader's failure ends the cell
+        self.reads = 0  # counts finished, over all readers (a reader that reads nothing holds nothing)
+
+    async def start(self, target: Any, admin: asyncpg.Connection) -> None:
+        tables = [r["name"] for r in await admin.fetch(SQL["user_tables"], timeout=HOUSEKEEPING_DEADLINE_S)]
+        if not tables:
+            raise BenchError("active_readers found no user table in the cell's database: install the system first")
+        counts = [f"SELECT count(*) FROM {t}" for t in tables]  # quoted by the server (quote_ident)
+        for _ in range(self.READERS):
+            conn = await target.connect()
+            self.conns.append(conn)
+            self.pids.append(conn.get_server_pid())
+            await conn.execute(SQL["rr_begin"])
+        for conn in self.conns:
+            self.tasks.append(asyncio.create_task(self._read(conn, counts)))
+
+    async def _read(self, conn: asyncpg.Connection, counts: list[str]) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while True:
+            for count in counts:
+                await conn.fetchval(count)
+                self.reads += 1
+            next_at += self.EVERY_S
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+
+    async def stop(self, admin: asyncpg.Connection) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)  # a cancelled statement: asyncpg cancels it
+        for pid in self.pids:
+            await admin.fetchval(SQL["terminate"], pid)
+        for pid in self.pids:
+            await _wait_until_zero(admin, SQL["backend_exists"], pid, f"reader backend {pid}")
+        for conn in self.conns:
+            conn.terminate()
+        self.conns, self.pids, self.tasks = [], [], []
+
+
+HOLDERS: dict[str, type] = {h.name: h for h in (RrSnapshot, IdleXid, LogicalSlot, ActiveReaders)}

@@ -25,3 +25,13 @@ SELECT pg_terminate_backend($1);
 
 -- name: backend_exists
 SELECT count(*) FROM pg_stat_activity WHERE pid = $1;
+
+-- name: rr_begin
+-- An active reader's transaction: its snapshot is taken at its first count and kept to its end.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+
+-- name: user_tables
+-- The tables an active reader counts: every user table of the cell's database, schema-qualified
+-- and quoted, in a stable order.
+SELECT quote_ident(schemaname) || '.' || quote_ident(relname) AS name
+FROM pg_stat_user_tables ORDER BY schemaname, relname;

@@ -16,9 +16,12 @@ that loop, so a new scenario is profile data (scenario.py) and a new fault one h
   (consumers.InProcess: the harness's pull loops, a log's members and ticker, or a worker
   library's own workers), as a measuring study needs them: no fault acts on a worker there.
 - A study adds what only it does through `Hooks`: tasks beside the workload (a sampler,
-  bystanders), a wait at each timed phase's end (the sampler's boundary), the xmin holder a
-  `hold` phase runs with (taken at its start, released when a phase of another kind begins,
-  checked gone), and a pause after the drain.
+  bystanders), a wait at each timed phase's end (the sampler's boundary), the holder a `hold`
+  phase runs with where the phase names none of its own (holders.py: taken at the phase's
+  start, released when a phase without it begins, checked gone, and on any way out), and a
+  pause after the drain.
+- A `burst` phase changes its producers' pace within itself (scenario.Phase.schedule); every
+  other run of loaded phases at one rate is one schedule.
 - The drain stops the producer and waits until every acknowledged job was handled, or its time.
 
 `account` is the reading of a finished cell, pure over its arrays (tested on fakes): per judged
@@ -209,12 +212,15 @@ class Producer:
 
 
 def _runs(phases: Sequence[Phase]) -> list[list[int]]:
-    """Consecutive loaded phases at one rate: each such run is one producer schedule."""
+    """Consecutive loaded phases at one rate: each such run is one producer schedule (a burst
+    phase is a run of its own: it changes its pace within itself)."""
     out: list[list[int]] = []
     for i, ph in enumerate(phases):
         if not ph.loaded:
             continue
-        if out and out[-1][-1] == i - 1 and phases[out[-1][-1]].rate == ph.rate:
+        before = phases[out[-1][-1]] if out else None
+        if (before is not None and out[-1][-1] == i - 1 and before.rate == ph.rate
+                and "burst" not in (before.kind, ph.kind)):
             out[-1].append(i)
         else:
             out.append([i])
@@ -245,7 +251,8 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
     out = pacing.Producers()
     running = Running(ledger, by_id, fleet)
     background: list[asyncio.Task] = []
-    holder, admin, holding = hooks.holder, None, False
+    holders = _holders(plan.phases, hooks.holder)
+    holder, admin = None, None  # the holder in place, and the session that ends it
     planned_end_s = 0.0
 
     async def stop_sending() -> None:
@@ -255,42 +262,52 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             await asyncio.gather(*sending[1])
             sending = None
 
+    async def start_sending(multiple: float, start_ns: int) -> None:
+        """One schedule at `multiple` x the reference rate from `start_ns`, shared by the producers."""
+        nonlocal sending
+        await stop_sending()
+        stop, n = asyncio.Event(), len(enqueuers)
+        rate = multiple * plan.reference_jobs_s / n
+        sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start_ns, stop, out, j / n))
+                          for j, enqueue in enumerate(enqueuers)])
+
     def watched() -> list[asyncio.Task]:
-        """What runs until the cell stops it: a producer, a study's task, a consumer in process."""
-        return [*(sending[1] if sending else ()), *background, *(fleet.tasks if plan.in_process else ())]
+        """What runs until the cell stops it: a producer, a study's task, a consumer in process, a
+        holder's readers."""
+        return [*(sending[1] if sending else ()), *background, *(fleet.tasks if plan.in_process else ()),
+                *(getattr(holder, "tasks", ()) if holder is not None else ())]
 
     try:
         await producer.install()
         await fleet.start_all()
         if ctx is not None:
             await ctx.monitor()  # opened before any fault: connection_exhaustion leaves no slot for it
-        if holder is not None:
+        if holders:
             admin = await target.connect()
         enqueuers = await fleet.enqueuers(plan.producers) if plan.in_process else [producer.enqueue_many]
         ran.start_ns = running.start_ns = now_ns()
         background = [asyncio.create_task(task(running)) for task in hooks.background]
         for i, ph in enumerate(plan.phases):
             start = now_ns()
-            if not ph.loaded:  # the producers stop first: what they have in flight is the phase before's
+            # the producers stop first where this phase has no schedule or one of its own: what they have
+            # in flight is the phase before's, and the next schedule's jobs are due from `start`
+            if not ph.loaded or i in starts:
                 await stop_sending()
-            if holding and ph.kind != "hold":  # then the horizon is released (server-side, checked gone)
-                await holder.stop(admin)
-                holding = False
-                mark("holder", holder.name, "released")
+            wanted = holders[i] if ph.kind == "hold" else None
+            if holder is not None and holder is not wanted:  # then the horizon is released (server-side, checked gone)
+                released, holder = holder, None
+                await released.stop(admin)
+                mark("holder", released.name, "released")
             running.phase = ph
             if hooks.phase_started is not None:
                 hooks.phase_started(ph)
             mark("phase", ph.name, f"{ph.kind}" + (f", {ph.rate:g} x {plan.reference_jobs_s:.4g} jobs/s" if ph.rate else ""))
-            if holder is not None and not holding and ph.kind == "hold":
+            if wanted is not None and holder is None:
+                holder = wanted  # set first: a start that fails half-way is still stopped
                 await holder.start(target, admin)
-                holding = True
                 mark("holder", holder.name, "taken")
-            if i in starts:
-                await stop_sending()
-                stop, n = asyncio.Event(), len(enqueuers)
-                rate = ph.rate * plan.reference_jobs_s / n
-                sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start, stop, out, j / n))
-                                  for j, enqueue in enumerate(enqueuers)])
+            if i in starts and ph.kind != "burst":
+                await start_sending(ph.rate, start)
             span = Span(ph, start, start)
             hook = fault_hooks.make(ph.fault, ph.options) if ph.kind == "fault" else None
             try:
@@ -305,6 +322,11 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                     planned_end_s += ph.seconds
                     end_ns = (ran.start_ns + int(planned_end_s * 1e9) if hooks.phase_ending is not None
                               else start + int(ph.seconds * 1e9))
+                    for offset_s, multiple in (ph.schedule() if ph.kind == "burst" else ()):
+                        at = start + int(offset_s * 1e9)
+                        await _watching(asyncio.sleep(max(0.0, (at - now_ns()) / 1e9)), watched())
+                        await start_sending(multiple, at)
+                        mark("burst", ph.name, f"{multiple:g} x {plan.reference_jobs_s:.4g} jobs/s")
                     await _watching(asyncio.sleep(max(0.0, (end_ns - now_ns()) / 1e9)), watched())
                     if hooks.phase_ending is not None:
                         await _watching(hooks.phase_ending(running, planned_end_s), watched())
@@ -333,11 +355,34 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             cleanup.push_async_callback(_stopped, background, hooks.stop_s)
             if admin is not None:
                 cleanup.push_async_callback(closed, admin)
-                cleanup.push_async_callback(holder.stop, admin)  # a held horizon never outlives its cell
+                if holder is not None:
+                    cleanup.push_async_callback(holder.stop, admin)  # a held horizon never outlives its cell
     ran.unmapped = by_id.resolve()
     ran.exits = list(fleet.exits)
     ran.errors, ran.settings, ran.hello = fleet.errors, fleet.settings, fleet.hello
     return ran
+
+
+def _holders(phases: Sequence[Phase], cells: Any) -> dict[int, Any]:
+    """Per hold phase (by index), its holder: a new one of the phase's own kind (`holder:`), else
+    the cell's (Hooks.holder); consecutive hold phases of one kind share one, held through both."""
+    out: dict[int, Any] = {}
+    for i, ph in enumerate(phases):
+        if ph.kind != "hold":
+            continue
+        if ph.holder is None and cells is None:
+            raise BenchError(f"hold phase {ph.name!r} names no holder and its cell has none: "
+                             "give it one (`holder: idle_xid`)")
+        before = out.get(i - 1)
+        if ph.holder is None:
+            out[i] = cells
+        elif before is not None and before.name == ph.holder:
+            out[i] = before
+        else:
+            from benchlib.holders import HOLDERS
+
+            out[i] = HOLDERS[ph.holder]()
+    return out
 
 
 def _check(tasks: Sequence[asyncio.Task]) -> None:

@@ -7,11 +7,14 @@ a profile, not a new loop in a study. A scenario is a list of phases, each a map
     {name: kill, kind: fault, seconds: 6, fault: kill_worker}
     {name: after_kill, kind: recover, seconds: 20}
 
-- kinds: `warmup` (load, not counted), `load` (the baseline), `hold` (load with the cell's
-  holder of the xmin horizon in place), `fault` (a hook of faults.py is in force for the phase;
-  its options sit beside `fault`), `recover` (load after a fault), `drain` (the producers stop;
-  what is left is consumed, for at most `seconds`, or, built by a study with no `seconds`,
-  until its own limit);
+- kinds: `warmup` (load, not counted), `load` (the baseline), `hold` (load with a holder of
+  holders.py in place: the phase's own, `holder: active_readers`, or else the cell's), `fault`
+  (a hook of faults.py is in force for the phase; its options sit beside `fault`), `overload`
+  (load above what the system keeps up with: a pressure, not a baseline), `burst` (`rate` for
+  `on_s` seconds at the start of every `every_s`, `base` x the reference rate between them; a
+  burst phase's schedule is its own), `recover` (load after a fault or a pressure), `drain` (the
+  producers stop; what is left is consumed, for at most `seconds`, or, built by a study with no
+  `seconds`, until its own limit);
 - `rate`: a multiple of the cell's reference rate (a system's measured capacity); the
   scenario's `rate` where a phase gives none; a drain has none;
 - one `drain` last, names unique, every phase of a profile at least one sample long. What a
@@ -30,8 +33,10 @@ from typing import Any
 
 from benchlib.errors import BenchError, shown
 
-KINDS = ("warmup", "load", "hold", "fault", "recover", "drain")
-LOADED = ("warmup", "load", "hold", "fault", "recover")  # the producers run at the phase's rate
+KINDS = ("warmup", "load", "hold", "fault", "overload", "burst", "recover", "drain")
+LOADED = ("warmup", "load", "hold", "fault", "overload", "burst", "recover")  # the producers run at the phase's rate
+PRESSURES = ("hold", "fault", "overload", "burst")  # what a phase presses on the system with, judged by its recovery
+BURST_DEFAULTS = {"on_s": 2.0, "every_s": 10.0}  # a burst phase's: `base` defaults to the scenario's rate
 SAMPLE_S = 1.0  # the per-second timeline: no phase may be shorter
 MAX_PHASES = 64
 MAX_SECONDS = 3600.0
@@ -61,6 +66,35 @@ class Phase:
             raise BenchError(f"{where}: a drain has no rate (its producers have stopped)")
         if (self.kind == "fault") != (self.fault is not None):
             raise BenchError(f"{where}: a fault phase names its fault, and only a fault phase does")
+        if self.options and self.kind not in ("fault", "hold", "burst"):
+            raise BenchError(f"{where}: a {self.kind} phase takes no options")
+        if self.kind == "burst" and set(self.options) != {*BURST_DEFAULTS, "base"}:
+            raise BenchError(f"{where}: a burst phase has on_s, every_s and base (scenario.parse gives the defaults)")
+
+    @property
+    def holder(self) -> str | None:
+        """A hold phase's own holder (holders.HOLDERS), or None: the cell's."""
+        return self.options.get("holder") if self.kind == "hold" else None
+
+    def rate_at(self, t_s: float) -> float | None:
+        """The phase's offered rate (x the reference) `t_s` seconds after it began: a burst's
+        `rate` in the first `on_s` of every `every_s`, `base` between; any other phase's `rate`."""
+        if self.kind != "burst":
+            return self.rate
+        return self.rate if t_s % self.options["every_s"] < self.options["on_s"] else self.options["base"]
+
+    def schedule(self) -> list[tuple[float, float]]:
+        """(offset s, rate x the reference) at which a burst phase's producers change pace; one
+        entry for any other loaded phase."""
+        if self.kind != "burst":
+            return [(0.0, self.rate)] if self.loaded else []
+        on, every, out, t = self.options["on_s"], self.options["every_s"], [], 0.0
+        while t < self.seconds:
+            out.append((t, self.rate))
+            if t + on < self.seconds:
+                out.append((t + on, self.options["base"]))
+            t += every
+        return out
 
     @property
     def loaded(self) -> bool:
@@ -101,10 +135,45 @@ def _phase(raw: Any, default_rate: float, index: int) -> Phase:
     fault = raw.pop("fault", None)
     if (kind == "fault") != (fault is not None):
         raise BenchError(f"{where}: a `fault` phase names its fault (`fault: kill_worker`), and only a fault phase does")
-    if fault is None and raw:
+    if kind == "hold":
+        raw = _hold_options(raw, where)
+    elif kind == "burst":
+        raw = _burst_options(raw, where, seconds, default_rate)
+    elif fault is None and raw:
         raise BenchError(f"{where}: unknown key {shown(sorted(raw)[0])}: a phase has name, kind, seconds, rate "
-                         "(and, for a fault, fault and its options)")
+                         "(a fault: fault and its options; a hold: holder; a burst: on_s, every_s, base)")
     return Phase(name, kind, seconds, rate, fault, raw)
+
+
+def _hold_options(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    from benchlib.holders import HOLDERS  # holders.py talks to a server; a scenario only names one
+
+    holder = raw.pop("holder", None)
+    if raw:
+        raise BenchError(f"{where}: unknown key {shown(sorted(raw)[0])}: a hold phase takes `holder` only")
+    if holder is None:
+        return {}
+    if holder not in HOLDERS:
+        raise BenchError(f"{where}: unknown holder {shown(holder)}: choose one of {', '.join(HOLDERS)}")
+    return {"holder": holder}
+
+
+def _burst_options(raw: dict[str, Any], where: str, seconds: float, default_rate: float) -> dict[str, Any]:
+    out = {}
+    for key, default in (*BURST_DEFAULTS.items(), ("base", default_rate)):
+        value = raw.pop(key, default)
+        try:
+            out[key] = float(value)
+        except (TypeError, ValueError):
+            raise BenchError(f"{where}: `{key}` must be a number, got {shown(value)}") from None
+    if raw:
+        raise BenchError(f"{where}: unknown key {shown(sorted(raw)[0])}: a burst phase takes on_s, every_s and base")
+    if not SAMPLE_S <= out["on_s"] < out["every_s"] <= seconds:
+        raise BenchError(f"{where}: a burst needs {SAMPLE_S:g} <= on_s < every_s <= seconds, got on_s "
+                         f"{out['on_s']:g}, every_s {out['every_s']:g}, seconds {seconds:g}")
+    if not 0 < out["base"] <= 100:
+        raise BenchError(f"{where}: base must be a multiple > 0 and <= 100 of the reference rate, got {out['base']:g}")
+    return out
 
 
 def parse(raw: Any, default_rate: float) -> tuple[Phase, ...]:
@@ -146,9 +215,10 @@ def as_data(phases: Sequence[Phase]) -> list[dict[str, Any]]:
         if ph.rate is not None:
             row["rate"] = ph.rate
         if ph.fault is not None:
-            row |= {"fault": ph.fault, **dict(ph.options)}
+            row["fault"] = ph.fault
+        row |= dict(ph.options)
         out.append(row)
     return out
 
 
-__all__ = ["KINDS", "LOADED", "Phase", "as_data", "check", "parse", "seconds", "without_faults"]
+__all__ = ["KINDS", "LOADED", "PRESSURES", "Phase", "as_data", "check", "parse", "seconds", "without_faults"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from benchlib import queues, timeline
@@ -187,4 +188,78 @@ async def test_abandoned_consumers_record_nothing_more_and_close_cleanly(pg_db):
         assert all(t.done() for t in clients.tasks) and all(t.cancelled() for t in clients.tasks)
     finally:
         await clients.close()
+    assert await _backends(pg_db) == []
+
+
+def _pressure_plan(drain_s: float = 20) -> engine.CellPlan:
+    phases = scenario.parse([
+        {"name": "clean", "kind": "load", "seconds": 1},
+        {"name": "idle_tx", "kind": "hold", "seconds": 2, "holder": "idle_xid"},
+        {"name": "readers", "kind": "hold", "seconds": 2, "holder": "active_readers"},
+        {"name": "bursts", "kind": "burst", "seconds": 4, "rate": 3, "on_s": 1, "every_s": 2},
+        {"name": "after", "kind": "recover", "seconds": 1},
+        {"name": "drain", "kind": "drain", "seconds": drain_s},
+    ], 1.0)
+    return engine.CellPlan(phases, RATE, instances=1, workers=2, batch=5, in_process=True, producers=2)
+
+
+async def _holding(target) -> list[str]:
+    """What holds the horizon now: each session's state and whether it has an xid."""
+    conn = await target.connect()
+    try:
+        rows = await conn.fetch("SELECT state, backend_xid IS NOT NULL AS xid FROM pg_stat_activity "
+                                "WHERE (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL) AND pid <> pg_backend_pid() "
+                                "AND state LIKE 'idle in transaction%'")
+        return sorted(f"{r['state']}{' xid' if r['xid'] else ''}" for r in rows)
+    finally:
+        await conn.close()
+
+
+async def test_each_hold_phase_holds_with_its_own_holder_and_a_burst_changes_pace_within_itself(pg_db):
+    """idle_tx holds with one idle transaction that has an xid, readers with four sessions that
+    keep reading in REPEATABLE READ, each only in its phase; the burst sends 3x for 1 s of every
+    2 s; every job once; nothing holds or stays connected after."""
+    seen: dict[str, list[list[str]]] = {}
+    marks: list[tuple] = []
+
+    async def watch(running: engine.Running) -> None:
+        while not running.stopping.is_set():
+            seen.setdefault(running.phase.name, []).append(await _holding(pg_db))
+            await asyncio.sleep(0.25)
+
+    def mark(*args) -> None:
+        marks.append(args)
+
+    ran = await engine.run_cell(SkipLocked(), pg_db, _pressure_plan(), mark, engine.Hooks(background=(watch,)))
+    jobs = engine.Jobs.of(ran.ledger)
+    first, count = jobs.first_and_count()
+    assert ran.drained and (first >= 0).all() and (count == 1).all() and jobs.unknown() == 0
+    assert ["idle in transaction xid"] in seen["idle_tx"]
+    assert ["idle in transaction"] * 4 in seen["readers"] or any(len(s) == 4 for s in seen["readers"])
+    assert not any(s for s in seen["clean"]) and not any(s for s in seen["after"] + seen.get("drain", []))
+    assert [m[2] for m in marks if m[0] == "holder"] == ["taken", "released", "taken", "released"]
+    assert [m[2] for m in marks if m[0] == "burst"] == [f"{r:g} x {RATE:.4g} jobs/s" for r in (3, 1, 3, 1)]
+    bursts = next(s for s in ran.spans if s.phase.name == "bursts")
+    intended = ran.ledger.reconcile().intended_ns  # the schedule itself: a busy machine's acks come late
+    per_s = np.histogram(intended, bursts.start_ns + np.arange(5) * 1_000_000_000)[0]
+    assert list(per_s) == pytest.approx([3 * RATE, RATE, 3 * RATE, RATE], abs=2)  # 3x for 1 s of every 2
+    assert await _holding(pg_db) == [] and await _backends(pg_db) == []
+
+
+async def test_a_failure_in_the_readers_phase_ends_the_cell_and_leaves_no_reader(pg_db):
+    async def dies(running: engine.Running) -> None:
+        while running.phase is None or running.phase.name != "readers":
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        raise RuntimeError("the sampler died")
+
+    with pytest.raises(RuntimeError, match="the sampler died"):
+        await asyncio.wait_for(engine.run_cell(SkipLocked(), pg_db, _pressure_plan(), timeline.mark,
+                                               engine.Hooks(background=(dies,))), 60)
+    assert await _holding(pg_db) == [] and await _backends(pg_db) == []
+
+
+async def test_a_hold_phase_without_a_holder_is_refused_before_anything_starts(pg_db):
+    with pytest.raises(BenchError, match="names no holder and its cell has none"):
+        await engine.run_cell(SkipLocked(), pg_db, _held_plan(), timeline.mark)
     assert await _backends(pg_db) == []

@@ -32,7 +32,7 @@ from benchlib.errors import BenchError, shown
 from benchlib.provision import binaries as bins
 from benchlib.provision import docker
 from benchlib.provision.binaries import ServerBinaries
-from benchlib.provision.deadlines import with_deadlines
+from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S, with_deadlines
 from benchlib.provision.local_cluster import LocalCluster, check_settings, runnable
 
 SQL = sql.beside(__file__)
@@ -220,6 +220,24 @@ class PgServer:
         """The same server, connecting to database `name` (URL-style DSNs)."""
         parts = urlsplit(self.dsn)
         return replace(self, dsn=urlunsplit(parts._replace(path=f"/{name}")))
+
+    async def fresh_database(self, name: str) -> PgServer:
+        """Database `name` made anew (an old one dropped, its sessions ended), as a cell's own:
+        what a study reads of "every user table" is then the system's alone."""
+        await self.drop_database(name)
+        admin = await self.connect()
+        try:  # CREATE checkpoints (twice before PostgreSQL 15): time that grows with the dirty buffers
+            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0', timeout=HOUSEKEEPING_DEADLINE_S)
+        finally:
+            await admin.close()
+        return self.database(name)
+
+    async def drop_database(self, name: str) -> None:
+        admin = await self.connect()
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=HOUSEKEEPING_DEADLINE_S)
+        finally:
+            await admin.close()
 
     async def describe(self) -> dict:
         conn = await self.connect()

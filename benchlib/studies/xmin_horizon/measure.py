@@ -444,27 +444,8 @@ def _make_queue(name: str, p: Params) -> Any:
     return cls()
 
 
-async def _create_database(server: PgServer, name: str) -> PgServer:
-    admin = await server.connect()
-    try:
-        # each checkpoints (CREATE twice before PostgreSQL 15): time that grows with the server's dirty buffers
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=HOUSEKEEPING_DEADLINE_S)
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0', timeout=HOUSEKEEPING_DEADLINE_S)
-    finally:
-        await admin.close()
-    return server.database(name)
-
-
-async def _drop_database(server: PgServer, name: str) -> None:
-    admin = await server.connect()
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=HOUSEKEEPING_DEADLINE_S)
-    finally:
-        await admin.close()
-
-
 async def _setup_bystanders(server: PgServer, rows: int) -> PgServer:
-    target = await _create_database(server, BYSTANDER_DB)
+    target = await server.fresh_database(BYSTANDER_DB)
     conn = await target.connect()
     try:
         await conn.execute(SQL["bystander_install"])
@@ -480,7 +461,7 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
     """One (design, holder) cell in a fresh database, on the cell engine: sample rows, phase
     rows, accounting."""
     db = f"benchlib_xmin_{design}_{holder_name}"
-    target = await _create_database(server, db)
+    target = await server.fresh_database(db)
     queue = _make_queue(design, p)
     live, rows = _Live(), []
     plan = engine.CellPlan(cell_phases(p.phase_s, p.drain_timeout_s), p.rate, instances=1, workers=p.consumers,
@@ -490,7 +471,7 @@ async def run_cell(server: PgServer, bystanders: PgServer, design: str, holder_n
         ran = await engine.run_cell(queue, target, plan, timeline.mark,
                                     _hooks(target, bystanders, queue, HOLDERS[holder_name](), p, live, rows, on_phase))
     finally:
-        await _drop_database(server, db)
+        await server.drop_database(db)
     rec = ran.ledger.reconcile()
     if rec.unknown or ran.unmapped:
         raise RuntimeError(f"{rec.unknown + ran.unmapped} consumed job(s) carried an id the harness never produced")
@@ -580,7 +561,7 @@ def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
 
 async def finish(p: Params, server: PgServer, state: dict) -> None:
     if "bystanders" in state:
-        await _drop_database(server, BYSTANDER_DB)
+        await server.drop_database(BYSTANDER_DB)
 
 
 __all__ = ["DESIGNS", "PHASES", "Params", "STUDY", "Snapshot", "phase_at", "phase_rows", "run_cell", "window_row"]

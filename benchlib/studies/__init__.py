@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from benchlib.studies import capacity, chaos, drain, durability, enqueue, tuning, xmin_horizon
+from benchlib.studies import capacity, chaos, drain, durability, enqueue, pressure, tuning, xmin_horizon
 
 STUDIES: dict[str, ModuleType] = {"drain": drain, "xmin_horizon": xmin_horizon, "durability": durability,
-                                   "capacity": capacity, "enqueue": enqueue, "chaos": chaos, "tuning": tuning}
+                                   "capacity": capacity, "enqueue": enqueue, "chaos": chaos, "tuning": tuning,
+                                   "pressure": pressure}

@@ -34,7 +34,7 @@ def test_a_scenario_is_checked_in_one_place():
     ([*BASE], "end with one drain"),
     ([BASE[0], *DRAIN], "needs a `load` phase"),
     ([*BASE, {"name": "base", "kind": "recover", "seconds": 2}, *DRAIN], "used twice"),
-    ([*BASE, {"name": "x", "kind": "burst", "seconds": 2}, *DRAIN], "unknown kind 'burst'"),
+    ([*BASE, {"name": "x", "kind": "squeeze", "seconds": 2}, *DRAIN], "unknown kind 'squeeze'"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 0.5}, *DRAIN], "one sample"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "rate": 0}, *DRAIN], "multiple > 0"),
     ([*BASE, {"name": "x", "kind": "load", "seconds": 2, "fault": "kill_worker"}, *DRAIN], "only a fault phase"),

@@ -173,6 +173,24 @@ def brackets(results: pl.DataFrame, steps: pl.DataFrame | None = None) -> pl.Dat
                                    descending=[False, True, True])
 
 
+def quoted(profile: str) -> dict[str, tuple[float, int | None]]:
+    """Per system on PostgreSQL: the rate this study quotes for it (jobs/s, `kept`) and the batch it
+    ran at, from the profile's published files (not its code): what the studies that run each
+    system at a share of its capacity (chaos, pressure) take as its reference."""
+    from benchlib import outputs
+    from benchlib.results import load_profile
+
+    where = outputs.for_profile(profile).data_dir
+    results, _ = load_profile(where, "capacity", profile, "results", stem="postgres")
+    steps, _ = load_profile(where, "capacity", profile, "steps", stem="postgres")
+    if results is None:
+        return {}
+    b = brackets(results, steps)
+    if not b.height:
+        return {}
+    return {r["system"]: (float(r["kept"]), r["batch"]) for r in b.iter_rows(named=True) if r["kept"]}
+
+
 def inside(top: float) -> pl.Expr:
     """Steps at or below a bracket's lower end: a 1.1 x that passed lies above the bracket, and a
     latency objective or a cost quoted there would name a rate higher than the bracket itself."""

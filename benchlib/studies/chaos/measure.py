@@ -32,7 +32,7 @@ from benchlib import outputs, queues, timeline
 from benchlib import params as check
 from benchlib.errors import BenchError
 from benchlib.queues import instance
-from benchlib.results import Schema, load_profile, utc_now
+from benchlib.results import Schema, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.workload import engine, faults, fleet, phases, scenario
 from benchlib.workload.scenario import Phase
@@ -56,19 +56,10 @@ DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
 
 
 def _reference_table(profile: str) -> dict[str, tuple[float, int | None]]:
-    """Per system on PostgreSQL: the capacity study's quoted rate (jobs/s) and the batch it ran at,
-    from its published files (not its code)."""
+    """Per system on PostgreSQL: the capacity study's quoted rate (jobs/s) and the batch it ran at."""
     from benchlib.studies.capacity import analysis as capacity
 
-    where = outputs.for_profile(profile).data_dir
-    results, _ = load_profile(where, "capacity", profile, "results", stem="postgres")
-    steps, _ = load_profile(where, "capacity", profile, "steps", stem="postgres")
-    if results is None:
-        return {}
-    b = capacity.brackets(results, steps)
-    if not b.height:
-        return {}
-    return {r["system"]: (float(r["kept"]), r["batch"]) for r in b.iter_rows(named=True) if r["kept"]}
+    return capacity.quoted(profile)
 
 
 def killable(backend: str) -> list[str]:

@@ -1,0 +1,531 @@
+"""The pressure study: each system at about 70 % of its own capacity, pressed on, and how it comes back.
+
+Why: the most-cited cross-system run scores "pressure" by whether a cell finished before a
+15-minute time-out, at one offered rate for every system (several were overloaded before any
+pressure). Here (METHOD.md, "pressure and soak") every system runs at `load` x the capacity the
+capacity study quotes for it, at that study's consumers and batch, in the harness's process (as
+the capacity was measured), on the cell engine (workload/engine.py): a scenario of phases as
+profile data (workload/scenario.py). The standard one: a clean phase; an idle transaction with an
+xid (holders.idle_xid); four REPEATABLE READ readers counting the system's own tables every 0.1 s
+(holders.active_readers); 1.5 x its capacity (`overload`); repeated bursts at 5 x the base rate
+(`burst`); each pressure followed by a `recover` phase at the base rate; a drain.
+
+One cell is one system in a database of its own (so "its own tables" are every user table
+there). A sampler reads the server once a second (dead tuples, table and index bytes, autovacuum
+runs; the wait-event census at 10 Hz); the ledger gives the rest, exactly, per second and per
+phase, by seq: jobs offered, acknowledged, completed, the backlog, end-to-end latency from each
+job's intended instant. Each timed phase is judged by the capacity study's criterion (imported:
+one definition of "keeps up"), and each pressure by its **recovery**: from its end, the time until
+a whole second's backlog is back to the clean phase's largest and its jobs' p99 within
+RECOVERED_P99 x the clean phase's (`recovered_after`). Every acknowledged job is reconciled after
+the drain (lost, handled twice).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from benchlib import outputs, queues, timeline
+from benchlib import params as check
+from benchlib.errors import BenchError
+from benchlib.holders import HOLDERS
+from benchlib.measure import now_ns, percentiles_ms
+from benchlib.results import Schema, module_file, utc_now
+from benchlib.runner import Cell, Rows
+from benchlib.studies.capacity import measure as capacity
+from benchlib.workload import consumers, engine, phases, sampler, scenario
+from benchlib.workload.ledger import NONE
+from benchlib.workload.scenario import PRESSURES, Phase
+
+STUDY = "pressure"
+AXES = ("systems",)
+SAMPLE_S = 1.0  # the server's statistics, once a second on the cell's schedule
+RECOVERED_P99 = 2.0  # recovered: a second's p99 within this many times the clean phase's ...
+# ... and its backlog no more than the clean phase's largest (at least this many jobs: a clean
+# phase whose per-second backlog never exceeded 0 would otherwise ask for an empty queue)
+MIN_BACKLOG = 1
+
+# the standard scenario (profiles/pressure.yaml repeats it as data; this is the notebook's default)
+DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
+    {"name": "warmup", "kind": "warmup", "seconds": 3},
+    {"name": "clean", "kind": "load", "seconds": 15},
+    {"name": "idle_tx", "kind": "hold", "seconds": 20, "holder": "idle_xid"},
+    {"name": "after_idle_tx", "kind": "recover", "seconds": 15},
+    {"name": "readers", "kind": "hold", "seconds": 20, "holder": "active_readers"},
+    {"name": "after_readers", "kind": "recover", "seconds": 15},
+    {"name": "overload", "kind": "overload", "seconds": 15, "rate": 1.5},
+    {"name": "after_overload", "kind": "recover", "seconds": 20},
+    {"name": "bursts", "kind": "burst", "seconds": 20, "rate": 3.5, "on_s": 2, "every_s": 10},
+    {"name": "after_bursts", "kind": "recover", "seconds": 15},
+    {"name": "drain", "kind": "drain", "seconds": 30},
+)
+
+
+def pressable(backend: str = "postgres") -> list[str]:
+    """The systems the harness runs in its own process on `backend` (every one but a log the
+    harness would have to tick with a group of its own)."""
+    return [s for s in queues.designs_on(backend) if not queues.QUEUES[s].caps.ticked]
+
+
+@dataclass(frozen=True)
+class Params:
+    backend: str = "postgres"
+    systems: tuple[str, ...] = ("skip_locked",)
+    load: float = 0.7  # the base rate, x the reference (the system's quoted capacity)
+    consumers: int = 4  # the capacity study's
+    producers: int = 2  # paced producers sharing each phase's rate (the capacity study's)
+    reference_jobs_s: float | None = None  # every system's reference rate; None: the capacity study's
+    capacity_profile: str = "standard"  # whose published capacity gives the reference
+    scenario: tuple = DEFAULT_SCENARIO
+    rounds: int = 1
+    settings: dict[str, str] | None = None
+    pg_major: int | None = None
+
+    def __post_init__(self) -> None:
+        backend = check.one_of("backend", self.backend, ("postgres",))
+        fixed = {
+            "backend": backend,
+            "systems": check.names("systems", self.systems, pressable(backend)),
+            "load": check.positive_float("load", self.load),
+            "consumers": check.positive_int("consumers", self.consumers),
+            "producers": check.positive_int("producers", self.producers),
+            "reference_jobs_s": None if self.reference_jobs_s is None else
+            check.positive_float("reference_jobs_s", self.reference_jobs_s),
+            "capacity_profile": check.one_of("capacity_profile", self.capacity_profile, outputs.PUBLISHED),
+            "rounds": check.positive_int("rounds", self.rounds),
+            "settings": check.settings("settings", self.settings),
+            "pg_major": check.pg_major(self.pg_major, backend),
+        }
+        ran = checked(self.scenario, fixed["load"])
+        for key, value in fixed.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "scenario", tuple(scenario.as_data(ran)))
+        known = {} if self.reference_jobs_s is not None else _quoted(self.capacity_profile)
+        object.__setattr__(self, "references", known)  # read once: every rate() and cells() call uses it
+        if self.reference_jobs_s is None:
+            missing = [s for s in self.systems if s not in known]
+            if missing:
+                raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's "
+                                 f"{self.capacity_profile} data: run `make report STUDY=capacity` or set reference_jobs_s")
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        return checked(self.scenario, self.load)
+
+
+def _quoted(profile: str) -> dict[str, tuple[float, int | None]]:
+    from benchlib.studies.capacity import analysis  # its published rows, not its code
+
+    return analysis.quoted(profile)
+
+
+def checked(raw: Any, load: float) -> tuple[Phase, ...]:
+    """The scenario's phases and this study's rules: one warm-up first, a `load` phase before any
+    pressure (the clean phase every other is compared with), each pressure followed by a recover
+    phase (where its recovery is judged), no fault (nothing here kills a process)."""
+    ran = scenario.parse(raw, load)
+    if ran[0].kind != "warmup" or any(ph.kind == "warmup" for ph in ran[1:]):
+        raise BenchError("a pressure scenario starts with one warmup phase, and only there")
+    first_pressure = next((i for i, ph in enumerate(ran) if ph.kind in PRESSURES), len(ran))
+    if not any(ph.kind == "load" for ph in ran[:first_pressure]):
+        raise BenchError("a pressure scenario needs a `load` phase before its first pressure: the clean phase "
+                         "every other is compared with")
+    if faults := [ph.name for ph in ran if ph.kind == "fault"]:
+        raise BenchError(f"pressure scenario phase {faults[0]!r}: the pressure study runs no fault "
+                         "(the chaos study does); use hold, overload or burst")
+    for ph, nxt in zip(ran, ran[1:]):
+        if ph.kind in PRESSURES and nxt.kind != "recover":
+            raise BenchError(f"scenario phase {ph.name!r}: a pressure is followed by a recover phase, where its "
+                             f"recovery is judged; {nxt.name!r} is a {nxt.kind} phase")
+    if any(ph.kind == "hold" and ph.holder is None for ph in ran):
+        raise BenchError(f"each hold phase names its holder ({', '.join(HOLDERS)})")
+    return ran
+
+
+CELLS: Schema = {
+    "backend": (pl.String, "provision backend"),
+    "system": (pl.String, "system under test (queues.QUEUES)"),
+    "round": (pl.Int64, "0, 1, ...: each round runs every cell once"),
+    "server_major": (pl.Int64, "PostgreSQL major version of the server"),
+    "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s)"),
+    "rate_jobs_s": (pl.Float64, "the base rate: load x the reference (jobs/s)"),
+    "consumers": (pl.Int64, "consumers (pull) or the library's concurrency (worker), in the harness's process"),
+    "batch": (pl.Int64, "fetch size (the capacity study's for this system; null: the library's default)"),
+    "acked": (pl.Int64, "jobs the system acknowledged to the producers"),
+    "lost": (pl.Int64, "acknowledged jobs never handled by the end of the drain"),
+    "duplicates": (pl.Int64, "handlings past a job's first"),
+    "unknown": (pl.Int64, "handlings of ids no acknowledged enqueue returned (must be 0)"),
+    "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up"),
+    "seconds": (pl.Float64, "the cell's phases, first to last"),
+    "settings": (pl.String, "JSON: the system's throughput-bounding settings as it ran"),
+    "error": (pl.String, "why the cell failed (null when it did not)"),
+    "started_at": (pl.String, "UTC"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+PHASES: Schema = {
+    "system": (pl.String, ""),
+    "round": (pl.Int64, ""),
+    "rate_jobs_s": (pl.Float64, "the cell's base rate (jobs/s)"),
+    "phase": (pl.String, "the phase's name in the scenario"),
+    "kind": (pl.String, "load (the clean phase) | hold | overload | burst | recover"),
+    "holder": (pl.String, "a hold phase's holder (holders.py)"),
+    "multiple": (pl.Float64, "the phase's rate, x the reference (a burst's: during a burst)"),
+    "started_s": (pl.Float64, "when the phase began, seconds from the cell's start"),
+    "seconds": (pl.Float64, "how long it ran"),
+    "offered_jobs_s": (pl.Float64, "jobs/s the schedule asked for, over the phase"),
+    "achieved_jobs_s": (pl.Float64, "jobs/s acknowledged over the phase"),
+    "completed_jobs_s": (pl.Float64, "first handlings per second over the phase"),
+    "backlog_max": (pl.Int64, "the largest backlog at a second's end in the phase (acknowledged, not yet handled)"),
+    "slope": (pl.Float64, "the backlog's least-squares slope over the phase's seconds (jobs/s)"),
+    "slope_lo": (pl.Float64, "its 95 % interval"),
+    "slope_hi": (pl.Float64, ""),
+    "slope_limit": (pl.Float64, "max(1 % of the offered rate, 1 job/s)"),
+    "verdict": (pl.String, "the capacity criterion over the phase: pass | fail | inconclusive | producer-bound"),
+    "reason": (pl.String, "why it did not pass"),
+    "e2e_p50_ms": (pl.Float64, "first handling - intended instant, jobs intended in the phase"),
+    "e2e_p99_ms": (pl.Float64, ""),
+    "unfinished": (pl.Int64, "jobs intended in the phase never handled by the end of the drain"),
+    "dead_tup_peak": (pl.Int64, "data and control tables' dead tuples, the largest second's end in the phase"),
+    "dead_tup_growth": (pl.Int64, "dead tuples at the phase's last second's end - at the second before it began"),
+    "bytes_growth": (pl.Int64, "table + index bytes, the same way"),
+    "autovacuums": (pl.Int64, "autovacuum runs on the system's tables during the phase"),
+    "wait_events": (pl.String, "JSON: share of the client backends' 10 Hz census per bucket over the phase"),
+    "recovered_s": (pl.Float64, "a pressure's: from its end to the end of the first whole second whose backlog is "
+                                "at most the clean phase's largest and whose p99 is within 2 x the clean phase's; "
+                                "null: not within the recover phase"),
+    "recovery_window_s": (pl.Float64, "a pressure's: how long its recover phase gave it"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+SECONDS: Schema = {
+    "system": (pl.String, ""),
+    "round": (pl.Int64, ""),
+    "rate_jobs_s": (pl.Float64, "the cell's base rate (jobs/s)"),
+    "t_s": (pl.Float64, "start of the second, from the cell's start"),
+    "phase": (pl.String, "the phase in force at the second's start"),
+    "offered": (pl.Int64, "jobs whose intended instant fell in the second"),
+    "acked": (pl.Int64, "jobs acknowledged in the second"),
+    "completed": (pl.Int64, "jobs handled for the first time in the second"),
+    "backlog": (pl.Int64, "acknowledged and not yet handled at the second's end"),
+    "e2e_p50_ms": (pl.Float64, "jobs intended in the second: first handling - intended instant"),
+    "e2e_p99_ms": (pl.Float64, ""),
+    "n_dead_tup": (pl.Int64, "the system's tables (data and control), at the second's end"),
+    "bytes": (pl.Int64, "the system's tables and indexes, at the second's end"),
+    "autovacuum_count": (pl.Int64, "cumulative, the system's tables"),
+    "wait_events": (pl.String, "JSON: the census's shares in the second"),
+    "wait_ticks": (pl.Int64, "census ticks in the second"),
+    "cell_key": (pl.String, ""),
+    "run_id": (pl.String, ""),
+}
+
+TABLES = {"cells": CELLS, "phases": PHASES, "seconds": SECONDS, timeline.TABLE: timeline.SCHEMA}
+
+
+# --- the reading of a cell (pure, tested on fakes) -------------------------------------------
+
+@dataclass(frozen=True)
+class Spans:
+    """The phases as they ran: (phase, start s, end s) from the cell's start, in order."""
+
+    ran: tuple[tuple[Phase, float, float], ...]
+
+    @classmethod
+    def of(cls, spans: Sequence[engine.Span], start_ns: int) -> Spans:
+        return cls(tuple((s.phase, (s.start_ns - start_ns) / 1e9, (s.end_ns - start_ns) / 1e9) for s in spans))
+
+    def clean(self) -> tuple[Phase, float, float]:
+        return next(r for r in self.ran if r[0].kind == "load")
+
+
+def relative(values_ns: np.ndarray, start_ns: int) -> np.ndarray:
+    """Instants as ns since the cell's start, NONE kept (every instant here is at or after the start)."""
+    return np.where(values_ns != NONE, values_ns - start_ns, NONE)
+
+
+def per_second(intended: np.ndarray, acked: np.ndarray, first: np.ndarray, length_s: float,
+               spans: Spans) -> list[dict[str, Any]]:
+    """Per whole second of the cell, from each job's intended instant, acknowledgement and first
+    handling (ns since the cell's start; NONE: none): what was offered, acknowledged, completed, the
+    backlog at its end and the latency of the jobs intended in it."""
+    n = max(1, math.ceil(length_s))
+    edges = np.arange(n + 1, dtype=np.int64) * 1_000_000_000
+    done, ack = np.sort(first[first != NONE]), np.sort(acked[acked != NONE])
+    ok = (first != NONE) & (intended != NONE)
+    order = np.argsort(intended[ok], kind="stable")
+    when, lat = intended[ok][order], (first[ok] - intended[ok])[order]
+    offered = np.histogram(intended[intended != NONE], edges)[0]
+    acks, completions = np.histogram(ack, edges)[0], np.histogram(done, edges)[0]
+    backlog = np.searchsorted(ack, edges[1:], side="right") - np.searchsorted(done, edges[1:], side="right")
+    starts = [(s, ph.name) for ph, s, _ in spans.ran]
+    out = []
+    for k in range(n):
+        a, b = np.searchsorted(when, edges[k]), np.searchsorted(when, edges[k + 1])
+        q = percentiles_ms(lat[a:b], "e2e")
+        out.append({"t_s": float(k), "phase": phases.named_at(float(k), starts), "offered": int(offered[k]),
+                    "acked": int(acks[k]), "completed": int(completions[k]), "backlog": int(backlog[k]),
+                    "e2e_p50_ms": q["e2e_p50_ms"], "e2e_p99_ms": q["e2e_p99_ms"]})
+    return out
+
+
+def _inside(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> list[dict[str, Any]]:
+    """The whole seconds that lie in [start_s, end_s] (a phase's seconds, its edges' partial ones left
+    out; a phase shorter than a whole second keeps the one it ends in)."""
+    out = [r for r in rows if r["t_s"] >= start_s - 1e-9 and r["t_s"] + 1 <= end_s + 1e-9]
+    return out or [r for r in rows if r["t_s"] <= end_s < r["t_s"] + 1]
+
+
+def recovered_after(rows: Sequence[dict[str, Any]], from_s: float, until_s: float, backlog_ok: int,
+                    p99_ok: float | None) -> float | None:
+    """Seconds from `from_s` (a pressure's end) to the end of the first whole second, ending by
+    `until_s`, whose backlog is at most `backlog_ok` and whose jobs' p99 is at most `p99_ok` (None:
+    no latency to hold it to); None when no such second."""
+    for r in rows:
+        end = r["t_s"] + 1
+        if end <= from_s or end > until_s + 1e-9:
+            continue
+        p99 = r["e2e_p99_ms"]
+        if r["backlog"] <= backlog_ok and (p99_ok is None or (p99 is not None and p99 <= p99_ok)):
+            return end - from_s
+    return None
+
+
+def _merged_waits(rows: Sequence[dict[str, Any]]) -> str | None:
+    """One phase's census: each second's shares weighted by its ticks."""
+    total: dict[str, float] = {}
+    for r in rows:
+        n = r.get("wait_ticks") or 0
+        for k, v in json.loads(r.get("wait_events") or "{}").items():
+            total[k] = total.get(k, 0.0) + v * n
+    s = sum(total.values())
+    if not s:
+        return None
+    return json.dumps({k: round(v / s, 4) for k, v in sorted(total.items(), key=lambda kv: -kv[1])})
+
+
+def _delta(rows: Sequence[dict[str, Any]], before: dict[str, Any] | None, key: str) -> int | None:
+    start = (before or {}).get(key)
+    end = rows[-1].get(key) if rows else None
+    return None if start is None or end is None else int(end - start)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.ndarray, first: np.ndarray,
+               reference: float) -> list[dict[str, Any]]:
+    """Per timed phase but the warm-up and the drain: the capacity criterion over its whole seconds,
+    the latency and unfinished jobs of the jobs intended in it, what its tables gained, its
+    wait-event mix; a pressure's recovery over the recover phase after it, against the clean
+    phase's largest backlog and RECOVERED_P99 x its p99. Instants: ns since the cell's start."""
+    ok = (first != NONE) & (intended != NONE)
+    ran = [r for r in spans.ran]
+    out = []
+    for i, (ph, start_s, end_s) in enumerate(ran):
+        if ph.kind in ("warmup", "drain"):
+            continue
+        mine = _inside(seconds, start_s, end_s)
+        before = next((r for r in reversed(seconds) if r["t_s"] + 1 <= start_s + 1e-9), None)
+        offered = sum(ph.rate_at(r["t_s"] - start_s) for r in mine) / len(mine) * reference if mine else 0.0
+        achieved = sum(r["acked"] for r in mine) / len(mine) if mine else 0.0
+        backlog = np.asarray([r["backlog"] for r in mine], dtype=float)
+        slope = capacity.slope_interval(backlog)
+        backlog_max = int(backlog.max()) if backlog.size else 0
+        sel = (intended != NONE) & (intended >= start_s * 1e9) & (intended < end_s * 1e9)
+        unfinished = int(np.count_nonzero(sel & (first == NONE)))
+        q = percentiles_ms((first - intended)[sel & ok], "e2e")
+        verdict, reason = capacity.verdict(offered, achieved, slope, backlog_max, unfinished, None)
+        window = ran[i + 1][2] - end_s if ph.kind in PRESSURES and i + 1 < len(ran) and ran[i + 1][0].kind == "recover" \
+            else None
+        out.append({
+            "phase": ph.name, "kind": ph.kind, "holder": ph.holder, "multiple": ph.rate,
+            "started_s": start_s, "seconds": end_s - start_s, "offered_jobs_s": offered, "achieved_jobs_s": achieved,
+            "completed_jobs_s": sum(r["completed"] for r in mine) / len(mine) if mine else None,
+            "backlog_max": backlog_max, "slope": _finite(slope[0]), "slope_lo": _finite(slope[1]),
+            "slope_hi": _finite(slope[2]), "slope_limit": capacity.slope_limit(offered),
+            "verdict": verdict, "reason": reason, "e2e_p50_ms": q["e2e_p50_ms"], "e2e_p99_ms": q["e2e_p99_ms"],
+            "unfinished": unfinished,
+            "dead_tup_peak": max((r["n_dead_tup"] for r in mine if r.get("n_dead_tup") is not None), default=None),
+            "dead_tup_growth": _delta(mine, before, "n_dead_tup"), "bytes_growth": _delta(mine, before, "bytes"),
+            "autovacuums": _delta(mine, before, "autovacuum_count"), "wait_events": _merged_waits(mine),
+            "recovered_s": None, "recovery_window_s": window, "_end_s": end_s,
+        })
+    clean_ph = spans.clean()
+    clean = next(r for r in out if r["phase"] == clean_ph[0].name)
+    backlog_ok = max(MIN_BACKLOG, clean["backlog_max"])
+    p99_ok = RECOVERED_P99 * clean["e2e_p99_ms"] if clean["e2e_p99_ms"] is not None else None
+    for row in out:
+        end_s = row.pop("_end_s")
+        if row["recovery_window_s"] is not None:
+            row["recovered_s"] = recovered_after(seconds, end_s, end_s + row["recovery_window_s"], backlog_ok, p99_ok)
+    return out
+
+
+# --- the cell ---------------------------------------------------------------------------------
+
+async def _sampler(target: Any, control: Sequence[str], rows: list[dict[str, Any]], running: engine.Running) -> None:
+    """The server's statistics at each whole second of the cell (its own schedule, no drift), with
+    the wait-event census of the second before; row k describes the end of second k-1."""
+    conn = await sampler.connect(target)
+    try:
+        async with sampler.WaitEvents(target) as waits:
+            k = 1
+            while not running.stopping.is_set():
+                await asyncio.sleep(max(0.0, (running.start_ns + k * SAMPLE_S * 1e9 - now_ns()) / 1e9))
+                stats = await sampler.table_stats(conn, control=control)
+                census = waits.take()
+                rows.append({"t_s": float(k - 1),
+                             "n_dead_tup": sum(v.get("n_dead_tup") or 0 for v in stats.values()) if stats else None,
+                             "bytes": sum(v.get("bytes") or 0 for v in stats.values()) if stats else None,
+                             "autovacuum_count": sum(v.get("autovacuum_count") or 0 for v in stats.values())
+                             if stats else None,
+                             "wait_events": json.dumps({b: round(v, 4) for b, v in census["shares"].items()}),
+                             "wait_ticks": census["ticks"]})
+                k += 1
+    finally:
+        await conn.close()
+
+
+async def _on_schedule(running: engine.Running, end_s: float) -> None:
+    """Each phase ends at its planned instant from the cell's start (the engine keeps a cell with this
+    hook on the cell's schedule): a holder's start and release take from its phase, not from every
+    phase after it, so phases of whole seconds stay on the sampler's whole seconds."""
+
+
+def reference(p: Params, system: str) -> tuple[float, int | None]:
+    """The system's reference rate (jobs/s) and the batch it ran at in the capacity study."""
+    if p.reference_jobs_s is not None:
+        return p.reference_jobs_s, None
+    return p.references[system]
+
+
+def rate(p: Params, system: str) -> float:
+    return p.load * reference(p, system)[0]
+
+
+def _settings(system: Any, consumers_: int, batch: int | None) -> str:
+    ran = ({"consumers": consumers_, "batch_jobs": batch or 1} if system.kind == "pull"
+           else dict(system.settings(consumers_, batch)))
+    return json.dumps(ran, sort_keys=True, default=str)
+
+
+async def run_cell(target: Any, name: str, p: Params, round_: int, on_phase: Callable[[str], None]) -> Rows:
+    """One system through the scenario in a database of its own; its rows."""
+    ref, batch = reference(p, name)
+    system = queues.QUEUES[name]()
+    db = f"benchlib_pressure_{name.replace('-', '_')}"
+    cell_db = await target.fresh_database(db)
+    samples: list[dict[str, Any]] = []
+    plan = engine.CellPlan(p.phases, ref, instances=1, workers=p.consumers, batch=batch, in_process=True,
+                           producers=p.producers)
+    hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),),
+                         phase_started=lambda ph: on_phase(ph.name), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
+    started_at = utc_now()
+    try:
+        ran = await engine.run_cell(system, cell_db, plan, timeline.mark, hooks)
+    finally:
+        await target.drop_database(db)
+    rec = ran.ledger.reconcile()
+    if rec.unknown or ran.unmapped:
+        raise RuntimeError(f"{rec.unknown + ran.unmapped} handled job(s) carried an id the harness never produced")
+    spans = Spans.of(ran.spans, ran.start_ns)
+    intended, acked, first = (relative(a, ran.start_ns) for a in (rec.intended_ns, rec.acked_ns, rec.first_ns))
+    length_s = (ran.end_ns - ran.start_ns) / 1e9
+    seconds = per_second(intended, acked, first, length_s, spans)
+    by_t = {r["t_s"]: r for r in samples}
+    seconds = [r | {k: v for k, v in by_t.get(r["t_s"], {}).items() if k != "t_s"} for r in seconds]
+    common = {"system": name, "round": round_}
+    cell = {"backend": p.backend, **common, "reference_jobs_s": ref, "rate_jobs_s": p.load * ref,
+            "consumers": p.consumers, "batch": batch, "acked": rec.enqueued, "lost": rec.lost,
+            "duplicates": rec.duplicates, "unknown": rec.unknown, "drained": ran.drained, "seconds": length_s,
+            "settings": _settings(system, p.consumers, batch), "started_at": started_at}
+    return {"cells": [cell], "phases": [common | r for r in phase_rows(seconds, spans, intended, first, ref)],
+            "seconds": [common | r for r in seconds]}
+
+
+# --- what the runner needs (runner.Study) ---------------------------------------------
+
+def stem(p: Params) -> str:
+    return p.backend + (f"__pg{p.pg_major}" if p.pg_major else "")
+
+
+def backend(p: Params) -> str:
+    return p.backend
+
+
+def settings(p: Params) -> dict[str, str]:
+    return dict(p.settings or {})
+
+
+def connections(p: Params) -> int:
+    """Consumers, producers, what a library keeps beside them, the readers, the holder's and the
+    harness's sessions (admin, sampler, census, spare)."""
+    extra = max(queues.QUEUES[s].caps.extra_connections for s in p.systems)
+    return p.consumers + p.producers + extra + HOLDERS["active_readers"].READERS + 8
+
+
+def systems(p: Params) -> dict[str, dict[str, str]]:
+    return {s: queues.describe(s) for s in p.systems}
+
+
+def max_jobs(p: Params) -> int:
+    """Every job a cell offers at its highest reference, phase by phase (a burst at its burst rate)."""
+    top = max(reference(p, s)[0] for s in p.systems)
+    return int(sum((ph.rate or 0.0) * ph.seconds for ph in p.phases if ph.loaded) * top) + 1
+
+
+def _code(system: str) -> tuple[str, ...]:
+    return (__file__, capacity.__file__, timeline.__file__, engine.__file__, consumers.__file__, sampler.__file__,
+            scenario.__file__, module_file(HOLDERS["idle_xid"]), *queues.code_files(system))
+
+
+def cells(p: Params) -> list[Cell]:
+    return [Cell({"system": s, "round": r, "rate_jobs_s": round(rate(p, s), 3)}, _code(s),
+                 steps=sum(1 for ph in p.phases if ph.kind not in ("warmup",)))
+            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1])]
+
+
+async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
+    name = cell.parts["system"]
+    if getattr(target, "database", None) is None:
+        raise BenchError("the pressure study makes a database per cell: it needs a PostgreSQL server")
+    if "server_major" not in state:
+        conn = await target.connect()
+        try:
+            state["server_major"] = int(await conn.fetchval("SHOW server_version_num")) // 10000
+        finally:
+            await conn.close()
+
+    def on_phase(phase: str) -> None:
+        step(phase, advance=int(phase != "warmup"))
+
+    rows = await run_cell(target, name, p, cell.parts["round"], on_phase)
+    rows["cells"] = [r | {"server_major": state["server_major"]} for r in rows["cells"]]
+    return rows
+
+
+def failed(p: Params, cell: Cell, reason: str) -> Rows:
+    return {"cells": [{"backend": p.backend, "system": cell.parts["system"], "round": cell.parts["round"],
+                       "rate_jobs_s": cell.parts["rate_jobs_s"], "error": reason}]}
+
+
+def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
+    """Nothing carries from one cell to the next."""
+
+
+async def finish(p: Params, target: Any, state: dict) -> None:
+    """Each cell dropped its database."""
+
+
+__all__ = ["AXES", "DEFAULT_SCENARIO", "Params", "STUDY", "TABLES", "cells", "measure", "per_second", "phase_rows",
+           "recovered_after"]

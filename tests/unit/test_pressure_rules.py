@@ -1,0 +1,137 @@
+"""The pressure study's rules on fakes: its scenario checked before anything runs, a cell read
+per second and per phase (the capacity criterion, the recovery after each pressure), and the
+verdicts the report states (no database)."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchlib.errors import BenchError
+from benchlib.results import frame
+from benchlib.studies.pressure import analysis, measure
+from benchlib.workload import scenario
+from benchlib.workload.ledger import NONE
+
+S = 1_000_000_000
+WARM = {"name": "warmup", "kind": "warmup", "seconds": 1}
+CLEAN = {"name": "clean", "kind": "load", "seconds": 6}
+DRAIN = {"name": "drain", "kind": "drain", "seconds": 10}
+
+
+def _scenario(recover_s: float = 6) -> list[dict]:
+    return [WARM, CLEAN, {"name": "overload", "kind": "overload", "seconds": 4, "rate": 2.5},
+            {"name": "after", "kind": "recover", "seconds": recover_s}, DRAIN]
+
+
+def _cell(recover_s: float = 6, service_jobs_s: float = 18.0, lose: int = 0):
+    """A fake cell at 10 jobs/s (x1 reference 10): a FIFO server of `service_jobs_s`, each job
+    handled 50 ms after it is due at the earliest; the overload offers 25 jobs/s for 4 s."""
+    phases = scenario.parse(_scenario(recover_s), 1.0)
+    spans, t = [], 0.0
+    for ph in phases[:-1]:
+        spans.append((ph, t, t + ph.seconds))
+        t += ph.seconds
+    spans.append((phases[-1], t, t + 2))
+    intended = []
+    for ph, a, b in spans[:-1]:
+        k = 0
+        while a + k / (10 * ph.rate) < b:
+            intended.append(a + k / (10 * ph.rate))
+            k += 1
+    intended = np.asarray(intended)
+    first, free = [], 0.0
+    for x in intended:
+        free = max(x + 0.05, free + 1 / service_jobs_s)
+        first.append(free)
+    to_ns = lambda a: (np.asarray(a) * S).astype(np.int64)  # noqa: E731
+    first = to_ns(first)
+    if lose:
+        first[-lose - 30:-30] = NONE  # jobs of the recovery never handled
+    return measure.Spans(tuple(spans)), to_ns(intended), to_ns(intended + 0.001), first, t + 2
+
+
+def test_a_pressure_that_falls_behind_is_back_when_its_backlog_and_p99_are_clean_again():
+    spans, intended, acked, first, length = _cell()
+    seconds = measure.per_second(intended, acked, first, length, spans)
+    assert [r["offered"] for r in seconds[:11]] == [10] * 7 + [25] * 4 and seconds[0]["phase"] == "warmup"
+    rows = {r["phase"]: r for r in measure.phase_rows(seconds, spans, intended, first, 10.0)}
+    assert set(rows) == {"clean", "overload", "after"}  # neither the warm-up nor the drain is judged
+    clean, over = rows["clean"], rows["overload"]
+    assert clean["verdict"] == "pass" and clean["offered_jobs_s"] == pytest.approx(10)
+    assert over["verdict"] == "fail" and over["offered_jobs_s"] == pytest.approx(25) and over["backlog_max"] >= 20
+    # 4 s at 25 jobs/s against 18 leaves 28 jobs, drained at 8 jobs/s: back within the recovery, after about 4 s
+    assert 3 <= over["recovered_s"] <= 6 and over["recovery_window_s"] == 6
+    assert over["e2e_p99_ms"] > 2 * clean["e2e_p99_ms"] and rows["after"]["recovered_s"] is None
+    again = measure.phase_rows(seconds, measure.Spans(spans.ran[:3] + (
+        (spans.ran[3][0], spans.ran[3][1], spans.ran[2][2] + 1.0),) + spans.ran[4:]), intended, first, 10.0)
+    assert next(r for r in again if r["phase"] == "overload")["recovered_s"] is None  # 1 s was not enough
+
+
+def test_a_second_is_back_only_when_both_its_backlog_and_its_p99_are():
+    rows = [{"t_s": 10.0, "backlog": 0, "e2e_p99_ms": 500.0}, {"t_s": 11.0, "backlog": 9, "e2e_p99_ms": 20.0},
+            {"t_s": 12.0, "backlog": 1, "e2e_p99_ms": 30.0}]
+    assert measure.recovered_after(rows, 10.0, 20.0, backlog_ok=2, p99_ok=40.0) == 3.0
+    assert measure.recovered_after(rows, 10.0, 12.5, backlog_ok=2, p99_ok=40.0) is None  # its second ends later
+    assert measure.recovered_after(rows, 9.5, 20.0, backlog_ok=9, p99_ok=None) == 1.5
+
+
+def test_unfinished_jobs_fail_their_phase():
+    spans, intended, acked, first, length = _cell(lose=3)
+    seconds = measure.per_second(intended, acked, first, length, spans)
+    after = next(r for r in measure.phase_rows(seconds, spans, intended, first, 10.0) if r["phase"] == "after")
+    assert after["unfinished"] == 3 and after["verdict"] == "fail" and "3 job(s) lost" in after["reason"]
+
+
+def _tables(clean_ok: bool = True):
+    spans, intended, acked, first, length = _cell()
+    seconds = measure.per_second(intended, acked, first, length, spans)
+    phases = [{"system": "a", "round": 0, **r} for r in measure.phase_rows(seconds, spans, intended, first, 10.0)]
+    if not clean_ok:
+        phases[0]["verdict"] = "fail"
+    cells = [{"system": "a", "round": 0, "lost": 0, "duplicates": 2, "error": None},
+             {"system": "b", "round": 0, "error": "it broke"}]
+    return frame(cells, measure.CELLS), frame(phases, measure.PHASES)
+
+
+def test_the_report_says_held_fell_behind_and_back_in_words():
+    cells, phases = _tables()
+    j = analysis.judged(cells, phases)
+    assert j["system"].to_list() == ["a"] and j["clean_ok"].all()  # b's cell failed: judged nowhere
+    (row,) = analysis.matrix(j).rows
+    assert row["overload ×2.5"].startswith("fell behind, back in ") and row["clean kept up"] == "yes"
+    assert analysis.summary(j)["a"] | {"slowest": 0} == {"clean_ok": True, "judged": 1, "held": 0, "back": 1,
+                                                          "slowest": 0, "not_back": [], "short": [], "lost": 0,
+                                                          "duplicates": 2}
+    assert analysis.totals({"cells": cells}) == {"lost": 0, "duplicates": 2, "failed": 1}
+
+
+def test_a_clean_phase_that_fell_behind_judges_nothing():
+    cells, phases = _tables(clean_ok=False)
+    j = analysis.judged(cells, phases)
+    assert analysis.matrix(j).rows[0]["overload ×2.5"] == "–" and analysis.summary(j)["a"]["judged"] == 0
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ([CLEAN, DRAIN], "starts with one warmup phase"),
+    ([WARM, {"name": "o", "kind": "overload", "seconds": 2, "rate": 2}, {"name": "r", "kind": "recover", "seconds": 2},
+      DRAIN], "needs a `load` phase before its first pressure"),
+    ([WARM, CLEAN, {"name": "o", "kind": "overload", "seconds": 2, "rate": 2}, DRAIN], "followed by a recover phase"),
+    ([WARM, CLEAN, {"name": "h", "kind": "hold", "seconds": 2}, {"name": "r", "kind": "recover", "seconds": 2}, DRAIN],
+     "each hold phase names its holder"),
+    ([WARM, CLEAN, {"name": "k", "kind": "fault", "seconds": 2, "fault": "kill_worker"},
+      {"name": "r", "kind": "recover", "seconds": 2}, DRAIN], "runs no fault"),
+    ([WARM, CLEAN, {"name": "o", "kind": "overload", "seconds": 0.5, "rate": 2}, DRAIN], "seconds must be from 1"),
+    ([WARM, CLEAN, {"name": "o", "kind": "overload", "seconds": 2, "rate": -1}, DRAIN], "rate must be a multiple > 0"),
+])
+def test_a_bad_scenario_is_a_one_line_error_before_any_server(raw, says):
+    with pytest.raises(BenchError, match=says):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, scenario=raw)
+
+
+def test_the_standard_profile_runs_each_system_at_its_quoted_capacity():
+    p = measure.Params(systems=("skip_locked", "procrastinate"))
+    assert measure.rate(p, "procrastinate") == pytest.approx(0.7 * p.references["procrastinate"][0])
+    assert [c.parts["system"] for c in measure.cells(p)] == ["skip_locked", "procrastinate"]
+    with pytest.raises(BenchError, match="not one of|unknown"):
+        measure.Params(systems=("rotation",), reference_jobs_s=10)  # a log the harness ticks is not pressed here

@@ -26,6 +26,7 @@ async def logical_server():
 async def test_holders_hold_and_leave_nothing_behind(logical_server, name):
     admin = await logical_server.connect()
     try:
+        await admin.execute("CREATE TABLE IF NOT EXISTS held_jobs (id bigint)")  # what active_readers count
         before = await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
         holder = HOLDERS[name]()
         await holder.start(logical_server, admin)

@@ -58,6 +58,7 @@ SQL = sql.beside(__file__)
 # our reference designs, then the real pull systems on PostgreSQL, driven the same way
 DESIGNS = ("skip_locked_delete", "skip_locked", "claim_then_delete", "rotation", "pgmq", "pgqrs")
 PHASES = ("baseline", "held")  # the timed phases' names (cell_phases): the phase table's rows
+HORIZON_HOLDERS = ("rr_snapshot", "idle_xid", "logical_slot")  # what holds the horizon and nothing else
 BYSTANDER_DB = "benchlib_bystander"
 # METHOD.md's aggressive autovacuum; a parameter, recorded per cell.
 DEFAULT_AUTOVACUUM = {
@@ -75,7 +76,7 @@ DRAIN_POLL_S = 0.05  # the drain's look at what is left: its end, then half a sa
 @dataclass(frozen=True)
 class Params:
     designs: tuple[str, ...] = DESIGNS
-    holders: tuple[str, ...] = tuple(HOLDERS)
+    holders: tuple[str, ...] = HORIZON_HOLDERS  # HOLDERS' others (active_readers) may be asked for
     rate: float = 800.0  # total enqueues/s over all producers
     producers: int = 4
     consumers: int = 4

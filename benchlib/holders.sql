@@ -31,7 +31,9 @@ SELECT count(*) FROM pg_stat_activity WHERE pid = $1;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 
 -- name: user_tables
--- The tables an active reader counts: every user table of the cell's database, schema-qualified
--- and quoted, in a stable order.
+-- The tables an active reader counts: every user table of the cell's database but the temporary
+-- ones of other sessions (awa's workers keep some), schema-qualified and quoted, in a stable order.
 SELECT quote_ident(schemaname) || '.' || quote_ident(relname) AS name
-FROM pg_stat_user_tables ORDER BY schemaname, relname;
+FROM pg_stat_user_tables
+WHERE schemaname NOT LIKE 'pg\_temp\_%' AND schemaname NOT LIKE 'pg\_toast\_temp\_%'  -- another session's: unreadable
+ORDER BY schemaname, relname;

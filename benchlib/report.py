@@ -202,7 +202,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             where_rel = os.path.relpath(data_dir / name / profile, out.parent)
             if any(df is None for df in tables.values()):
                 sections.append({**section, "body": f"No `{profile}` results for this study in "
-                                 f"`{where_rel}/` yet: run `make report PROFILE={profile}`.\n"})
+                                 f"`{where_rel}/` yet: run `make report PROFILE={profile} STUDY={name}`.\n"})
                 continue
             if (upgrade := getattr(study.analysis, "upgrade", None)) is not None:
                 tables = upgrade(tables)  # columns a study derives for rows published before them

@@ -86,11 +86,15 @@ def test_unfinished_jobs_fail_their_phase():
 def _tables(clean_ok: bool = True):
     spans, intended, acked, first, length = _cell()
     seconds = measure.per_second(intended, acked, first, length, spans)
-    phases = [{"system": "a", "round": 0, **r} for r in measure.phase_rows(seconds, spans, intended, first, 10.0)]
+    phases = [{"system": "a", "pressure": "overload", "round": 0, **r}
+              for r in measure.phase_rows(seconds, spans, intended, first, 10.0)]
     if not clean_ok:
         phases[0]["verdict"] = "fail"
-    cells = [{"system": "a", "round": 0, "lost": 0, "duplicates": 2, "error": None},
-             {"system": "b", "round": 0, "error": "it broke"}]
+    cells = [{"system": "a", "pressure": "overload", "round": 0, "lost": 0, "unfinished": 0, "duplicates": 2,
+              "drained": True, "error": None},
+             {"system": "a", "pressure": "bursts", "round": 0, "lost": None, "unfinished": 40, "duplicates": 0,
+              "drained": False, "error": None},
+             {"system": "b", "pressure": "overload", "round": 0, "error": "it broke"}]
     return frame(cells, measure.CELLS), frame(phases, measure.PHASES)
 
 
@@ -102,8 +106,9 @@ def test_the_report_says_held_fell_behind_and_back_in_words():
     assert row["overload ×2.5"].startswith("fell behind, back in ") and row["clean kept up"] == "yes"
     assert analysis.summary(j)["a"] | {"slowest": 0} == {"clean_ok": True, "judged": 1, "held": 0, "back": 1,
                                                           "slowest": 0, "not_back": [], "short": [], "lost": 0,
-                                                          "duplicates": 2}
-    assert analysis.totals({"cells": cells}) == {"lost": 0, "duplicates": 2, "failed": 1}
+                                                          "unchecked": 0, "unfinished": 0, "duplicates": 2}
+    # the bursts cell's drain did not finish: its 40 jobs are unfinished and unchecked, never 0 lost
+    assert analysis.totals({"cells": cells}) == {"lost": 0, "duplicates": 2, "failed": 1, "unchecked": 1}
 
 
 def test_a_clean_phase_that_fell_behind_judges_nothing():
@@ -129,9 +134,16 @@ def test_a_bad_scenario_is_a_one_line_error_before_any_server(raw, says):
         measure.Params(systems=("skip_locked",), reference_jobs_s=10, scenario=raw)
 
 
-def test_the_standard_profile_runs_each_system_at_its_quoted_capacity():
+def test_each_pressure_runs_in_a_cell_of_its_own_at_the_systems_quoted_capacity():
     p = measure.Params(systems=("skip_locked", "procrastinate"))
     assert measure.rate(p, "procrastinate") == pytest.approx(0.7 * p.references["procrastinate"][0])
-    assert [c.parts["system"] for c in measure.cells(p)] == ["skip_locked", "procrastinate"]
+    assert [(c.parts["system"], c.parts["pressure"]) for c in measure.cells(p)][:5] == [
+        ("skip_locked", "idle_tx"), ("skip_locked", "readers"), ("skip_locked", "overload"), ("skip_locked", "bursts"),
+        ("procrastinate", "idle_tx")]
+    assert [ph.name for ph in p.cell_phases("overload")] == ["warmup", "clean", "overload", "after_overload", "drain"]
+    only = measure.Params(systems=("skip_locked",), pressures=("bursts",))
+    assert [c.parts["pressure"] for c in measure.cells(only)] == ["bursts"]
+    with pytest.raises(BenchError, match="unknown pressure .clean.: choose one of idle_tx"):
+        measure.Params(systems=("skip_locked",), pressures=("clean",))  # not a pressure
     with pytest.raises(BenchError, match="not one of|unknown"):
         measure.Params(systems=("rotation",), reference_jobs_s=10)  # a log the harness ticks is not pressed here

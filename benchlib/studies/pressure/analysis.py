@@ -9,9 +9,10 @@ of production, no job of it unfinished). It is **back** after `recovered_s`: fro
 end of the first whole second whose backlog was no more than the clean phase's largest and whose
 jobs' p99 was within 2x the clean phase's; **not back** when no second of its recover phase was. A
 pressure whose producers fell short (`producer-bound`) did not press as asked: it is neither held
-nor failed. A cell whose clean phase did not keep up is judged nowhere: the system was overloaded
-before any pressure (its reference capacity was not met here). Lost and handled twice count every
-acknowledged job, reconciled by seq after the drain.
+nor failed. A cell whose clean phase did not keep up is not judged: the system was overloaded
+before the pressure (its reference capacity was not met here). Each pressure ran in a cell of its
+own. Handled twice counts every acknowledged job; lost counts only cells whose drain finished
+(every job reconciled); a cell whose drain did not finish is *unchecked*, its jobs unfinished.
 """
 from __future__ import annotations
 
@@ -29,13 +30,14 @@ NOT_BACK = "not back"
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
-    """The sweep summary's accounting over reconciled cells: lost, handled twice, failed cells."""
+    """The sweep summary's accounting: lost over the cells whose drain finished (reconciled), handled
+    twice, failed cells, and `unchecked` ones (their drain did not finish: never counted as 0 lost)."""
     df = tables.get("cells")
     if df is None:
-        return {"lost": 0, "duplicates": 0, "failed": 0}
+        return {"lost": 0, "duplicates": 0, "failed": 0, "unchecked": 0}
     ok = df.filter(pl.col("error").is_null())
     return {"lost": int(ok["lost"].fill_null(0).sum()), "duplicates": int(ok["duplicates"].fill_null(0).sum()),
-            "failed": int(df["error"].is_not_null().sum())}
+            "failed": int(df["error"].is_not_null().sum()), "unchecked": int(ok["lost"].is_null().sum())}
 
 
 def pressure_name(r: dict[str, Any]) -> str:
@@ -47,21 +49,24 @@ def pressure_name(r: dict[str, Any]) -> str:
     return r["phase"]
 
 
+KEY = ["system", "pressure", "round"]  # a cell
+
+
 def _clean(phases: pl.DataFrame) -> pl.DataFrame:
     """Each cell's clean phase (its first `load` phase)."""
-    return phases.filter(pl.col("kind") == "load").group_by("system", "round", maintain_order=True).first()
+    return phases.filter(pl.col("kind") == "load").group_by(KEY, maintain_order=True).first()
 
 
 def judged(cells: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:
     """One row per (system, round, pressure) of a cell that ran: its verdict, recovery, and its
     throughput and p99 against the clean phase's. `clean_ok` false: the clean phase itself did not
     keep up, so nothing of the cell is judged."""
-    ran = cells.filter(pl.col("error").is_null()).select("system", "round", "lost", "duplicates")
-    clean = _clean(phases).select("system", "round", pl.col("verdict").alias("clean_verdict"),
+    ran = cells.filter(pl.col("error").is_null()).select(*KEY, "lost", "unfinished", "duplicates", "drained")
+    clean = _clean(phases).select(*KEY, pl.col("verdict").alias("clean_verdict"),
                                   pl.col("completed_jobs_s").alias("clean_jobs_s"),
                                   pl.col("e2e_p99_ms").alias("clean_p99_ms"))
     out = (phases.filter(pl.col("kind").is_in(list(PRESSURES)))
-           .join(ran, on=["system", "round"]).join(clean, on=["system", "round"], how="left"))
+           .join(ran, on=KEY).join(clean, on=KEY, how="left"))
     return out.with_columns(
         (pl.col("clean_verdict") == "pass").alias("clean_ok"),
         (pl.col("completed_jobs_s") / pl.col("clean_jobs_s")).alias("throughput_ratio"),
@@ -84,12 +89,13 @@ def cell_text(r: dict[str, Any]) -> str:
         head = "fell behind"
     if r["recovered_s"] is None:
         return f"{head}, {NOT_BACK} in {fmt(r['recovery_window_s'])} s"
-    return f"{head}, back in {sig(r['recovered_s'])} s" + (f"; p99 ×{sig(r['p99_ratio'])}"
-                                                              if (r["p99_ratio"] or 0) >= 2 else "")
+    back = "within 1 s" if r["recovered_s"] <= 1 else f"in {sig(r['recovered_s'])} s"  # seconds are whole
+    return f"{head}, back {back}" + (f"; p99 ×{sig(r['p99_ratio'])}" if (r["p99_ratio"] or 0) >= 2 else "")
 
 
 def matrix(j: pl.DataFrame) -> Table:
-    """Systems x pressures (round 0), each cell its verdict and recovery; the clean phase's rate and p99."""
+    """Systems x pressures (round 0), each cell its verdict and recovery; the clean phase's rate and p99
+    (of the first pressure's cell: each cell has a clean phase of its own)."""
     rows: dict[str, dict[str, str]] = {}
     for r in j.filter(pl.col("round") == 0).iter_rows(named=True):
         row = rows.setdefault(r["system"], {
@@ -102,26 +108,28 @@ def matrix(j: pl.DataFrame) -> Table:
 
 
 def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per system (round 0): pressures judged, held, back, the slowest return (None: one not back)."""
+    """Per system (round 0): pressures judged, held, back, the slowest return (None: one not back);
+    `clean_ok`: the clean phase kept up in every cell."""
     out: dict[str, dict[str, Any]] = {}
     for system, part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
         rows = part.to_dicts()
         judged_rows = [r for r in rows if r["clean_ok"] and r["verdict"] != "producer-bound"]
         back = [r["recovered_s"] for r in judged_rows if r["recovered_s"] is not None]
         out[system[0]] = {
-            "clean_ok": bool(rows[0]["clean_ok"]), "judged": len(judged_rows),
+            "clean_ok": all(r["clean_ok"] for r in rows), "judged": len(judged_rows),
             "held": sum(r["verdict"] == "pass" for r in judged_rows), "back": len(back),
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],
             "short": [pressure_name(r) for r in rows if r["clean_ok"] and r["verdict"] == "producer-bound"],
-            "lost": rows[0]["lost"], "duplicates": rows[0]["duplicates"],
+            "lost": sum(r["lost"] or 0 for r in rows), "unchecked": sum(r["lost"] is None for r in rows),
+            "unfinished": sum(r["unfinished"] or 0 for r in rows), "duplicates": sum(r["duplicates"] or 0 for r in rows),
         }
     return out
 
 
 def bloat(phases: pl.DataFrame) -> Table:
     """Per system (round 0): dead tuples and table + index bytes gained per 1,000 jobs completed, in the
-    clean phase and under each hold (the horizon held back), and the autovacuum runs in each."""
+    clean phase (the first cell's) and under each hold (the horizon held back)."""
     rows: dict[str, dict[str, str]] = {}
     part = phases.filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", "hold"]))
     for r in part.iter_rows(named=True):
@@ -129,7 +137,7 @@ def bloat(phases: pl.DataFrame) -> Table:
         name = "clean" if r["kind"] == "load" else r["holder"]
         row = rows.setdefault(r["system"], {"system": r["system"]})
         if name in {k.split(":")[0] for k in row}:
-            continue  # the first load phase is the clean one
+            continue  # the first cell's clean phase stands for the clean phase
         per = (lambda v: sig(v / jobs * 1000) if v is not None and jobs else "–")
         row[f"{name}: dead tuples / 1k jobs"] = per(r["dead_tup_growth"])
         row[f"{name}: kB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)

@@ -10,8 +10,11 @@ xid (holders.idle_xid); four REPEATABLE READ readers counting the system's own t
 (holders.active_readers); 1.5 x its capacity (`overload`); repeated bursts at 5 x the base rate
 (`burst`); each pressure followed by a `recover` phase at the base rate; a drain.
 
-One cell is one system in a database of its own (so "its own tables" are every user table
-there). A sampler reads the server once a second (dead tuples, table and index bytes, autovacuum
+One cell is one system under one pressure, in a database of its own (so "its own tables" are
+every user table there): the warm-up, the clean phase, that pressure and its recovery, a drain
+(`cell_phases`). Pressures run in cells of their own so that each starts from a clean state: in
+one cell of all four in sequence (2026-12-05), a system still behind from the first began the
+next with its backlog, and every later verdict was the first one's. A sampler reads the server once a second (dead tuples, table and index bytes, autovacuum
 runs; the wait-event census at 10 Hz); the ledger gives the rest, exactly, per second and per
 phase, by seq: jobs offered, acknowledged, completed, the backlog, end-to-end latency from each
 job's intended instant. Each timed phase is judged by the capacity study's criterion (imported:
@@ -45,7 +48,7 @@ from benchlib.workload.ledger import NONE
 from benchlib.workload.scenario import PRESSURES, Phase
 
 STUDY = "pressure"
-AXES = ("systems",)
+AXES = ("systems", "pressures")
 SAMPLE_S = 1.0  # the server's statistics, once a second on the cell's schedule
 RECOVERED_P99 = 2.0  # recovered: a second's p99 within this many times the clean phase's ...
 # ... and its backlog no more than the clean phase's largest (at least this many jobs: a clean
@@ -55,16 +58,16 @@ MIN_BACKLOG = 1
 # the standard scenario (profiles/pressure.yaml repeats it as data; this is the notebook's default)
 DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
     {"name": "warmup", "kind": "warmup", "seconds": 3},
-    {"name": "clean", "kind": "load", "seconds": 15},
-    {"name": "idle_tx", "kind": "hold", "seconds": 20, "holder": "idle_xid"},
-    {"name": "after_idle_tx", "kind": "recover", "seconds": 15},
-    {"name": "readers", "kind": "hold", "seconds": 20, "holder": "active_readers"},
-    {"name": "after_readers", "kind": "recover", "seconds": 15},
+    {"name": "clean", "kind": "load", "seconds": 10},
+    {"name": "idle_tx", "kind": "hold", "seconds": 15, "holder": "idle_xid"},
+    {"name": "after_idle_tx", "kind": "recover", "seconds": 25},
+    {"name": "readers", "kind": "hold", "seconds": 15, "holder": "active_readers"},
+    {"name": "after_readers", "kind": "recover", "seconds": 25},
     {"name": "overload", "kind": "overload", "seconds": 15, "rate": 1.5},
-    {"name": "after_overload", "kind": "recover", "seconds": 20},
+    {"name": "after_overload", "kind": "recover", "seconds": 25},
     {"name": "bursts", "kind": "burst", "seconds": 20, "rate": 3.5, "on_s": 2, "every_s": 10},
-    {"name": "after_bursts", "kind": "recover", "seconds": 15},
-    {"name": "drain", "kind": "drain", "seconds": 30},
+    {"name": "after_bursts", "kind": "recover", "seconds": 25},
+    {"name": "drain", "kind": "drain", "seconds": 60},
 )
 
 
@@ -78,6 +81,7 @@ def pressable(backend: str = "postgres") -> list[str]:
 class Params:
     backend: str = "postgres"
     systems: tuple[str, ...] = ("skip_locked",)
+    pressures: tuple[str, ...] | None = None  # the scenario's pressure phases to run, by name (None: every one)
     load: float = 0.7  # the base rate, x the reference (the system's quoted capacity)
     consumers: int = 4  # the capacity study's
     producers: int = 2  # paced producers sharing each phase's rate (the capacity study's)
@@ -104,6 +108,9 @@ class Params:
             "pg_major": check.pg_major(self.pg_major, backend),
         }
         ran = checked(self.scenario, fixed["load"])
+        fixed["pressures"] = check.names("pressures", self.pressures if self.pressures is not None
+                                         else [ph.name for ph in ran if ph.kind in PRESSURES],
+                                         [ph.name for ph in ran if ph.kind in PRESSURES])
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "scenario", tuple(scenario.as_data(ran)))
@@ -118,6 +125,14 @@ class Params:
     @property
     def phases(self) -> tuple[Phase, ...]:
         return checked(self.scenario, self.load)
+
+    def cell_phases(self, pressure: str) -> tuple[Phase, ...]:
+        """What the cell of one pressure runs: the phases before the first pressure (warm-up and
+        clean), that pressure and its recovery, the drain."""
+        ran = self.phases
+        first = next(i for i, ph in enumerate(ran) if ph.kind in PRESSURES)
+        at = next(i for i, ph in enumerate(ran) if ph.name == pressure)
+        return scenario.check((*ran[:first], ran[at], ran[at + 1], ran[-1]))
 
 
 def _quoted(profile: str) -> dict[str, tuple[float, int | None]]:
@@ -152,6 +167,7 @@ def checked(raw: Any, load: float) -> tuple[Phase, ...]:
 CELLS: Schema = {
     "backend": (pl.String, "provision backend"),
     "system": (pl.String, "system under test (queues.QUEUES)"),
+    "pressure": (pl.String, "the cell's pressure phase (each pressure runs in a cell of its own)"),
     "round": (pl.Int64, "0, 1, ...: each round runs every cell once"),
     "server_major": (pl.Int64, "PostgreSQL major version of the server"),
     "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s)"),
@@ -159,7 +175,8 @@ CELLS: Schema = {
     "consumers": (pl.Int64, "consumers (pull) or the library's concurrency (worker), in the harness's process"),
     "batch": (pl.Int64, "fetch size (the capacity study's for this system; null: the library's default)"),
     "acked": (pl.Int64, "jobs the system acknowledged to the producers"),
-    "lost": (pl.Int64, "acknowledged jobs never handled by the end of the drain"),
+    "unfinished": (pl.Int64, "acknowledged jobs not handled by the end of the drain"),
+    "lost": (pl.Int64, "acknowledged jobs never handled, where the drain finished (null: it did not, so unchecked)"),
     "duplicates": (pl.Int64, "handlings past a job's first"),
     "unknown": (pl.Int64, "handlings of ids no acknowledged enqueue returned (must be 0)"),
     "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up"),
@@ -173,6 +190,7 @@ CELLS: Schema = {
 
 PHASES: Schema = {
     "system": (pl.String, ""),
+    "pressure": (pl.String, "the cell's pressure phase"),
     "round": (pl.Int64, ""),
     "rate_jobs_s": (pl.Float64, "the cell's base rate (jobs/s)"),
     "phase": (pl.String, "the phase's name in the scenario"),
@@ -209,6 +227,7 @@ PHASES: Schema = {
 
 SECONDS: Schema = {
     "system": (pl.String, ""),
+    "pressure": (pl.String, "the cell's pressure phase"),
     "round": (pl.Int64, ""),
     "rate_jobs_s": (pl.Float64, "the cell's base rate (jobs/s)"),
     "t_s": (pl.Float64, "start of the second, from the cell's start"),
@@ -419,14 +438,15 @@ def _settings(system: Any, consumers_: int, batch: int | None) -> str:
     return json.dumps(ran, sort_keys=True, default=str)
 
 
-async def run_cell(target: Any, name: str, p: Params, round_: int, on_phase: Callable[[str], None]) -> Rows:
-    """One system through the scenario in a database of its own; its rows."""
+async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int,
+                   on_phase: Callable[[str], None]) -> Rows:
+    """One system under one pressure (Params.cell_phases) in a database of its own; its rows."""
     ref, batch = reference(p, name)
     system = queues.QUEUES[name]()
     db = f"benchlib_pressure_{name.replace('-', '_')}"
     cell_db = await target.fresh_database(db)
     samples: list[dict[str, Any]] = []
-    plan = engine.CellPlan(p.phases, ref, instances=1, workers=p.consumers, batch=batch, in_process=True,
+    plan = engine.CellPlan(p.cell_phases(pressure), ref, instances=1, workers=p.consumers, batch=batch, in_process=True,
                            producers=p.producers)
     hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),),
                          phase_started=lambda ph: on_phase(ph.name), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
@@ -444,9 +464,10 @@ async def run_cell(target: Any, name: str, p: Params, round_: int, on_phase: Cal
     seconds = per_second(intended, acked, first, length_s, spans)
     by_t = {r["t_s"]: r for r in samples}
     seconds = [r | {k: v for k, v in by_t.get(r["t_s"], {}).items() if k != "t_s"} for r in seconds]
-    common = {"system": name, "round": round_}
+    common = {"system": name, "pressure": pressure, "round": round_}
     cell = {"backend": p.backend, **common, "reference_jobs_s": ref, "rate_jobs_s": p.load * ref,
-            "consumers": p.consumers, "batch": batch, "acked": rec.enqueued, "lost": rec.lost,
+            "consumers": p.consumers, "batch": batch, "acked": rec.enqueued, "unfinished": rec.lost,
+            "lost": rec.lost if ran.drained else None,
             "duplicates": rec.duplicates, "unknown": rec.unknown, "drained": ran.drained, "seconds": length_s,
             "settings": _settings(system, p.consumers, batch), "started_at": started_at}
     return {"cells": [cell], "phases": [common | r for r in phase_rows(seconds, spans, intended, first, ref)],
@@ -481,7 +502,8 @@ def systems(p: Params) -> dict[str, dict[str, str]]:
 def max_jobs(p: Params) -> int:
     """Every job a cell offers at its highest reference, phase by phase (a burst at its burst rate)."""
     top = max(reference(p, s)[0] for s in p.systems)
-    return int(sum((ph.rate or 0.0) * ph.seconds for ph in p.phases if ph.loaded) * top) + 1
+    return max(int(sum((ph.rate or 0.0) * ph.seconds for ph in p.cell_phases(k) if ph.loaded) * top) + 1
+               for k in p.pressures)
 
 
 def _code(system: str) -> tuple[str, ...]:
@@ -490,9 +512,9 @@ def _code(system: str) -> tuple[str, ...]:
 
 
 def cells(p: Params) -> list[Cell]:
-    return [Cell({"system": s, "round": r, "rate_jobs_s": round(rate(p, s), 3)}, _code(s),
-                 steps=sum(1 for ph in p.phases if ph.kind not in ("warmup",)))
-            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1])]
+    return [Cell({"system": s, "pressure": k, "round": r, "rate_jobs_s": round(rate(p, s), 3)}, _code(s),
+                 steps=len(p.cell_phases(k)) - 1)
+            for r in range(p.rounds) for s in (p.systems if r % 2 == 0 else p.systems[::-1]) for k in p.pressures]
 
 
 async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callable[..., None]) -> Rows:
@@ -509,13 +531,14 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     def on_phase(phase: str) -> None:
         step(phase, advance=int(phase != "warmup"))
 
-    rows = await run_cell(target, name, p, cell.parts["round"], on_phase)
+    rows = await run_cell(target, name, p, cell.parts["pressure"], cell.parts["round"], on_phase)
     rows["cells"] = [r | {"server_major": state["server_major"]} for r in rows["cells"]]
     return rows
 
 
 def failed(p: Params, cell: Cell, reason: str) -> Rows:
-    return {"cells": [{"backend": p.backend, "system": cell.parts["system"], "round": cell.parts["round"],
+    return {"cells": [{"backend": p.backend, "system": cell.parts["system"], "pressure": cell.parts["pressure"],
+                       "round": cell.parts["round"],
                        "rate_jobs_s": cell.parts["rate_jobs_s"], "error": reason}]}
 
 

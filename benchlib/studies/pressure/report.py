@@ -74,10 +74,13 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                             "m": Ratio(float(idle["p99_ratio"].median()))},
                            interval="one run per system, the held phase against the clean one",
                            cells=tuple(f"postgres/{s}" for s in idle["system"])))
-    lost = sum(r["lost"] or 0 for r in summary.values())
-    twice = sum(r["duplicates"] or 0 for r in summary.values())
-    out.append(Finding("pressure", "Over every acknowledged job, reconciled by seq after the drain: {lost} lost, "
-                       "{twice} handled twice.", {"lost": lost, "twice": twice}))
+    lost = sum(r["lost"] for r in summary.values())
+    twice = sum(r["duplicates"] for r in summary.values())
+    unchecked = {s: r for s, r in summary.items() if r["unchecked"]}
+    out.append(Finding("pressure", "Over the cells whose drain finished, every job reconciled by seq: {lost} lost; "
+                       "{twice} handled twice in all." + (" Unchecked, their drain unfinished: {who}." if unchecked else ""),
+                       {"lost": lost, "twice": twice,
+                        "who": names([f"{s} ({r['unfinished']:,} jobs left)" for s, r in unchecked.items()])}))
     return out
 
 

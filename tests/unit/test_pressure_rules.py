@@ -119,6 +119,7 @@ def test_a_clean_phase_that_fell_behind_judges_nothing():
 
 @pytest.mark.parametrize(("raw", "says"), [
     ([CLEAN, DRAIN], "starts with one warmup phase"),
+    ([WARM, CLEAN, DRAIN], "needs a pressure phase"),
     ([WARM, {"name": "o", "kind": "overload", "seconds": 2, "rate": 2}, {"name": "r", "kind": "recover", "seconds": 2},
       DRAIN], "needs a `load` phase before its first pressure"),
     ([WARM, CLEAN, {"name": "o", "kind": "overload", "seconds": 2, "rate": 2}, DRAIN], "followed by a recover phase"),

@@ -148,7 +148,10 @@ def checked(raw: Any, load: float) -> tuple[Phase, ...]:
     ran = scenario.parse(raw, load)
     if ran[0].kind != "warmup" or any(ph.kind == "warmup" for ph in ran[1:]):
         raise BenchError("a pressure scenario starts with one warmup phase, and only there")
-    first_pressure = next((i for i, ph in enumerate(ran) if ph.kind in PRESSURES), len(ran))
+    first_pressure = next((i for i, ph in enumerate(ran) if ph.kind in PRESSURES), None)
+    if first_pressure is None:
+        raise BenchError("a pressure scenario needs a pressure phase (hold, overload or burst), each followed "
+                         "by a recover phase")
     if not any(ph.kind == "load" for ph in ran[:first_pressure]):
         raise BenchError("a pressure scenario needs a `load` phase before its first pressure: the clean phase "
                          "every other is compared with")

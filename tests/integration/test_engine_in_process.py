@@ -240,9 +240,11 @@ async def test_each_hold_phase_holds_with_its_own_holder_and_a_burst_changes_pac
     assert [m[2] for m in marks if m[0] == "holder"] == ["taken", "released", "taken", "released"]
     assert [m[2] for m in marks if m[0] == "burst"] == [f"{r:g} x {RATE:.4g} jobs/s" for r in (3, 1, 3, 1)]
     bursts = next(s for s in ran.spans if s.phase.name == "bursts")
-    intended = ran.ledger.reconcile().intended_ns  # the schedule itself: a busy machine's acks come late
+    # the schedule itself (a busy machine's acks come late); a producer behind by a few ms when its
+    # schedule is switched leaves those jobs unsent, so each second is within 3 % of its rate
+    intended = ran.ledger.reconcile().intended_ns
     per_s = np.histogram(intended, bursts.start_ns + np.arange(5) * 1_000_000_000)[0]
-    assert list(per_s) == pytest.approx([3 * RATE, RATE, 3 * RATE, RATE], abs=2)  # 3x for 1 s of every 2
+    assert list(per_s) == pytest.approx([3 * RATE, RATE, 3 * RATE, RATE], rel=0.03)  # 3x for 1 s of every 2
     assert await _holding(pg_db) == [] and await _backends(pg_db) == []
 
 

@@ -351,7 +351,7 @@ def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.nda
     wait-event mix; a pressure's recovery over the recover phase after it, against the clean
     phase's largest backlog and RECOVERED_P99 x its p99. Instants: ns since the cell's start."""
     ok = (first != NONE) & (intended != NONE)
-    ran = [r for r in spans.ran]
+    ran = list(spans.ran)
     out = []
     for i, (ph, start_s, end_s) in enumerate(ran):
         if ph.kind in ("warmup", "drain"):

@@ -70,7 +70,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     gained = sorted((r for r in products if _gain(r)), key=lambda r: -_gain(r))
     if gained:
         top = gained[0]
-        capped = "; its defaults' settings cap it at {cap} jobs/s" if top["default_at_ceiling"] else ""
+        capped = "; its defaults cap it at {cap} jobs/s" if top["default_at_ceiling"] else ""
         out.append(Finding("tuning", "Tuned, the products held {span} their defaults' rate at {dc} consumers "
                            "({n}); {top} gained most, {gain} ({diff})" + capped + ".",
                            {"n": plural(len(gained), "product"), "dc": _params(manifests).get("default_concurrency", 4),

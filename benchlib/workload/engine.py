@@ -262,13 +262,15 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
             await asyncio.gather(*sending[1])
             sending = None
 
-    async def start_sending(multiple: float, start_ns: int) -> None:
-        """One schedule at `multiple` x the reference rate from `start_ns`, shared by the producers."""
+    async def start_sending(multiple: float, start_ns: int, until_ns: int | None = None) -> None:
+        """One schedule at `multiple` x the reference rate from `start_ns` (until `until_ns`, where
+        another follows it), shared by the producers."""
         nonlocal sending
         await stop_sending()
         stop, n = asyncio.Event(), len(enqueuers)
         rate = multiple * plan.reference_jobs_s / n
-        sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start_ns, stop, out, j / n))
+        sending = (stop, [asyncio.create_task(pacing.produce(enqueue, ledger, rate, start_ns, stop, out, j / n,
+                                                             until_ns=until_ns))
                           for j, enqueue in enumerate(enqueuers)])
 
     def watched() -> list[asyncio.Task]:
@@ -322,10 +324,14 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                     planned_end_s += ph.seconds
                     end_ns = (ran.start_ns + int(planned_end_s * 1e9) if hooks.phase_ending is not None
                               else start + int(ph.seconds * 1e9))
-                    for offset_s, multiple in (ph.schedule() if ph.kind == "burst" else ()):
+                    paces = ph.schedule() if ph.kind == "burst" else []
+                    for j, (offset_s, multiple) in enumerate(paces):
                         at = start + int(offset_s * 1e9)
+                        # each pace is bounded by the next's instant: a switch that comes late (a busy
+                        # machine) neither overlaps the two paces nor drops the jobs due before it
+                        until = start + int(paces[j + 1][0] * 1e9) if j + 1 < len(paces) else end_ns
                         await _watching(asyncio.sleep(max(0.0, (at - now_ns()) / 1e9)), watched())
-                        await start_sending(multiple, at)
+                        await start_sending(multiple, at, until)
                         mark("burst", ph.name, f"{multiple:g} x {plan.reference_jobs_s:.4g} jobs/s")
                     await _watching(asyncio.sleep(max(0.0, (end_ns - now_ns()) / 1e9)), watched())
                     if hooks.phase_ending is not None:

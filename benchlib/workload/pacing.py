@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -49,25 +50,37 @@ class Producers:
 
 async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any]]], ledger: Ledger, rate: float,
                   start_ns: int, stop: asyncio.Event, out: Producers, offset: float = 0.0,
-                  max_batch: int = MAX_BATCH) -> None:
+                  max_batch: int = MAX_BATCH, until_ns: int | None = None) -> None:
     """Enqueue jobs at `rate` per second from `start_ns` until `stop` is set.
 
     `offset` (in jobs, 0 <= offset < 1) staggers several producers that share a total rate.
+    `until_ns` bounds the schedule by intended time, for a schedule that another follows at that
+    instant (a burst's change of pace): no job is meant for `until_ns` or later, however late the
+    stop comes, and a stop sends what was meant before it first, so the two schedules neither
+    overlap nor leave a gap. Without it the schedule ends when `stop` is set.
     """
     period = 1e9 / rate
+    # the jobs k < end are meant before until_ns
+    end = None if until_ns is None else math.ceil((until_ns - start_ns) / period - offset)
     k, last = 0, 0
-    while not stop.is_set():
+    while end is None or k < end:
+        stopping = stop.is_set()
+        if stopping and until_ns is None:
+            return
         now = now_ns()
-        due = int((now - start_ns) / period - offset) + 1 - k
+        due = int((now - start_ns) / period - offset) + 1
+        due = (due if end is None else min(due, end)) - k
         # nothing due yet, or a little due soon after the last send: wait (at most a tick, so a
         # fast rate goes out in batches rather than one INSERT per job: the client stays cheap)
-        if due <= 0 or (due < max_batch and now - last < TICK_S * 1e9):
+        if not stopping and (due <= 0 or (due < max_batch and now - last < TICK_S * 1e9)):
             next_due = start_ns + (k + offset) * period if due <= 0 else last + TICK_S * 1e9
             try:
                 await asyncio.wait_for(stop.wait(), max((next_due - now) / 1e9, 0.0))
             except TimeoutError:
                 pass
             continue
+        if due <= 0:  # stopped before its end: nothing more was due
+            return
         last = now
         n = min(due, max_batch)
         intended = [start_ns + int((k + i + offset) * period) for i in range(n)]
@@ -79,6 +92,7 @@ async def produce(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any
         out.lag_ns.append(sent - intended[0])
         out.sent += n
         k += n
+    await stop.wait()  # its schedule is over: it ends with the others, when stopped
 
 
 async def flat_out(enqueue_many: Callable[[Sequence[str]], Awaitable[Sequence[Any]]], ledger: Ledger,

@@ -6,6 +6,7 @@ holder through the `hold` phase only, tasks beside the workload, a failed one en
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -230,7 +231,17 @@ async def test_each_hold_phase_holds_with_its_own_holder_and_a_burst_changes_pac
     def mark(*args) -> None:
         marks.append(args)
 
-    ran = await engine.run_cell(SkipLocked(), pg_db, _pressure_plan(), mark, engine.Hooks(background=(watch,)))
+    async def busy(running: engine.Running) -> None:
+        """The event loop blocked for 0.4 s just before the bursts' last switch (a busy machine):
+        the switch comes late, and the 3x pace must not run on past its instant."""
+        while running.phase is None or running.phase.name != "bursts":
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(2.85)
+        time.sleep(0.4)
+        await running.stopping.wait()
+
+    ran = await engine.run_cell(SkipLocked(), pg_db, _pressure_plan(), mark,
+                                engine.Hooks(background=(watch, busy)))
     jobs = engine.Jobs.of(ran.ledger)
     first, count = jobs.first_and_count()
     assert ran.drained and (first >= 0).all() and (count == 1).all() and jobs.unknown() == 0
@@ -240,13 +251,10 @@ async def test_each_hold_phase_holds_with_its_own_holder_and_a_burst_changes_pac
     assert [m[2] for m in marks if m[0] == "holder"] == ["taken", "released", "taken", "released"]
     assert [m[2] for m in marks if m[0] == "burst"] == [f"{r:g} x {RATE:.4g} jobs/s" for r in (3, 1, 3, 1)]
     bursts = next(s for s in ran.spans if s.phase.name == "bursts")
-    # the schedule itself (a busy machine's acks come late); a producer behind by a few ms when its
-    # schedule is switched leaves those jobs unsent, so each second is within 3 % of its rate
+    # the schedule itself (a busy machine's acks come late): each pace ends at the next's instant
     intended = ran.ledger.reconcile().intended_ns
-    per_s = np.histogram(intended, bursts.start_ns + np.arange(4) * 1_000_000_000)[0]
-    assert list(per_s) == pytest.approx([3 * RATE, RATE, 3 * RATE], rel=0.03)  # 3x for 1 s of every 2
-    # the phase's last second is left out: one busy CI run read 290 there against 150 (2026-12-05), not yet
-    # explained (the next phase's schedule should start only at the phase's end); see the stop note
+    per_s = np.histogram(intended, bursts.start_ns + np.arange(5) * 1_000_000_000)[0]
+    assert list(per_s) == pytest.approx([3 * RATE, RATE, 3 * RATE, RATE], abs=2)  # 3x for 1 s of every 2
     assert await _holding(pg_db) == [] and await _backends(pg_db) == []
 
 

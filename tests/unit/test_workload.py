@@ -68,6 +68,38 @@ async def test_an_open_loop_producer_keeps_its_schedule_through_a_stall():
     assert np.all((rec.intended_ns <= rec.sent_ns) & (rec.sent_ns <= rec.acked_ns))
 
 
+async def test_a_bounded_schedule_sends_exactly_its_jobs_however_late_it_is_stopped():
+    """A pace that another follows at until_ns (a burst's switch): stopped 0.3 s late, it made
+    no job meant after its end; stopped while behind, it first sends every job meant before it."""
+    rate, start = 200.0, pacing.now_ns()
+    ledger, out, stop = Ledger(), pacing.Producers(), asyncio.Event()
+    stalled = asyncio.Event()
+
+    async def enqueue(payloads):
+        if not stalled.is_set():  # its first call stalls 0.4 s: it is behind when the stop comes
+            stalled.set()
+            await asyncio.sleep(0.4)
+        return list(range(len(payloads)))
+
+    task = asyncio.create_task(pacing.produce(enqueue, ledger, rate, start, stop, out, offset=0.5,
+                                              until_ns=start + 250_000_000))
+    await asyncio.sleep(0.1)
+    stop.set()  # within the stall: 50 jobs are meant before until_ns, few were sent yet
+    await asyncio.wait_for(task, 5)
+    intended = ledger.reconcile().intended_ns - start
+    assert len(intended) == 50 == out.sent and intended.max() < 250_000_000  # k < 0.25 s x 200 - 0.5, all sent
+
+    late, stop = Ledger(), asyncio.Event()  # no stall, stopped 0.3 s after its end: it waited, made nothing more
+    start = pacing.now_ns()
+    task = asyncio.create_task(pacing.produce(enqueue, late, rate, start, stop, pacing.Producers(),
+                                              until_ns=start + 200_000_000))
+    await asyncio.sleep(0.5)
+    assert not task.done()  # a finished pace waits for its stop, as every producer of a cell does
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert len(late.reconcile().intended_ns) == 40
+
+
 @pytest.mark.parametrize(("gaps", "flagged"), [
     ([(0.5, 3.0), (0.6, 20_000.0), (0.4, 2.5)], [False, True, False]),  # a 20 s SIGSTOP in one sample
     ([(0.5, 900.0), (0.6, 800.0)], [False, False]),  # under a second is no stall a reader need worry about

@@ -51,11 +51,16 @@ def _cell(recover_s: float = 6, service_jobs_s: float = 18.0, lose: int = 0):
     return measure.Spans(tuple(spans)), to_ns(intended), to_ns(intended + 0.001), first, t + 2
 
 
+def _calls(intended: np.ndarray) -> np.ndarray:
+    """Each job its own enqueue call, sent when due, 1 ms long (the fake cell's acknowledgements)."""
+    return measure.enqueue_calls(intended, intended + 1_000_000)
+
+
 def test_a_pressure_that_falls_behind_is_back_when_its_backlog_and_p99_are_clean_again():
     spans, intended, acked, first, length = _cell()
     seconds = measure.per_second(intended, acked, first, length, spans)
     assert [r["offered"] for r in seconds[:11]] == [10] * 7 + [25] * 4 and seconds[0]["phase"] == "warmup"
-    rows = {r["phase"]: r for r in measure.phase_rows(seconds, spans, intended, first, 10.0)}
+    rows = {r["phase"]: r for r in measure.phase_rows(seconds, spans, intended, first, 10.0, _calls(intended), 1)}
     assert set(rows) == {"clean", "overload", "after"}  # neither the warm-up nor the drain is judged
     clean, over = rows["clean"], rows["overload"]
     assert clean["verdict"] == "pass" and clean["offered_jobs_s"] == pytest.approx(10)
@@ -64,7 +69,8 @@ def test_a_pressure_that_falls_behind_is_back_when_its_backlog_and_p99_are_clean
     assert 3 <= over["recovered_s"] <= 6 and over["recovery_window_s"] == 6
     assert over["e2e_p99_ms"] > 2 * clean["e2e_p99_ms"] and rows["after"]["recovered_s"] is None
     again = measure.phase_rows(seconds, measure.Spans(spans.ran[:3] + (
-        (spans.ran[3][0], spans.ran[3][1], spans.ran[2][2] + 1.0),) + spans.ran[4:]), intended, first, 10.0)
+        (spans.ran[3][0], spans.ran[3][1], spans.ran[2][2] + 1.0),) + spans.ran[4:]), intended, first, 10.0,
+        _calls(intended), 1)
     assert next(r for r in again if r["phase"] == "overload")["recovered_s"] is None  # 1 s was not enough
 
 
@@ -79,7 +85,7 @@ def test_a_second_is_back_only_when_both_its_backlog_and_its_p99_are():
 def test_unfinished_jobs_fail_their_phase():
     spans, intended, acked, first, length = _cell(lose=3)
     seconds = measure.per_second(intended, acked, first, length, spans)
-    after = next(r for r in measure.phase_rows(seconds, spans, intended, first, 10.0) if r["phase"] == "after")
+    after = next(r for r in measure.phase_rows(seconds, spans, intended, first, 10.0, _calls(intended), 1) if r["phase"] == "after")
     assert after["unfinished"] == 3 and after["verdict"] == "fail" and "3 job(s) lost" in after["reason"]
 
 
@@ -87,7 +93,7 @@ def _tables(clean_ok: bool = True):
     spans, intended, acked, first, length = _cell()
     seconds = measure.per_second(intended, acked, first, length, spans)
     phases = [{"system": "a", "pressure": "overload", "round": 0, **r}
-              for r in measure.phase_rows(seconds, spans, intended, first, 10.0)]
+              for r in measure.phase_rows(seconds, spans, intended, first, 10.0, _calls(intended), 1)]
     if not clean_ok:
         phases[0]["verdict"] = "fail"
     cells = [{"system": "a", "pressure": "overload", "round": 0, "lost": 0, "unfinished": 0, "duplicates": 2,
@@ -115,6 +121,35 @@ def test_a_clean_phase_that_fell_behind_judges_nothing():
     cells, phases = _tables(clean_ok=False)
     j = analysis.judged(cells, phases)
     assert analysis.matrix(j).rows[0]["overload ×2.5"] == "–" and analysis.summary(j)["a"]["judged"] == 0
+
+
+def test_the_producers_share_inside_enqueue_calls_counts_each_call_once_and_only_in_the_phase():
+    # two jobs of one call (one start, one acknowledgement), a call across the window's start, one without a start
+    sent = np.array([1 * S, 1 * S, 3 * S - S // 2, NONE])
+    acked = np.array([2 * S, 2 * S, 3 * S + S // 2, 5 * S])
+    calls = measure.enqueue_calls(sent, acked)
+    assert calls.tolist() == [[S, S], [5 * S // 2, S]]
+    assert measure.busy_share(calls, 0.0, 4.0, producers=1) == pytest.approx(2 / 4)
+    assert measure.busy_share(calls, 3.0, 4.0, producers=2) == pytest.approx(0.5 / 2)  # half a call in it
+
+
+@pytest.mark.parametrize(("busy", "completed", "says", "judged"), [
+    (0.95, 8.0, "enqueue slowed", 1),  # inside its calls all the phase, the harness no busier: the system's
+    (0.95, 12.0, "producers short", 0),  # the harness handled more than when it kept up: may be its own loop
+    (0.5, 8.0, "producers short", 0),  # the producers were free half the time: their own lag
+])
+def test_a_producer_bound_pressure_is_the_systems_only_when_its_enqueue_set_the_pace(busy, completed, says, judged):
+    cells, phases = _tables()
+    over = phases.with_row_index().filter(pl.col("phase") == "overload")["index"][0]
+    phases = phases.with_columns(
+        verdict=pl.when(pl.int_range(pl.len()) == over).then(pl.lit("producer-bound")).otherwise("verdict"),
+        enqueue_busy_share=pl.when(pl.int_range(pl.len()) == over).then(busy).otherwise("enqueue_busy_share"),
+        completed_jobs_s=pl.when(pl.int_range(pl.len()) == over).then(completed).otherwise(
+            pl.when(pl.col("phase") == "clean").then(10.0).otherwise("completed_jobs_s")))
+    j = analysis.judged(cells, phases)
+    assert analysis.matrix(j).rows[0]["overload ×2.5"].startswith(says)
+    summary = analysis.summary(j)["a"]
+    assert summary["judged"] == judged and summary["held"] == 0 and summary["short"] == ([] if judged else ["overload ×2.5"])
 
 
 @pytest.mark.parametrize(("raw", "says"), [

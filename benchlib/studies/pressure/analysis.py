@@ -9,7 +9,8 @@ of production, no job of it unfinished). It is **back** after `recovered_s`: fro
 end of the first whole second whose backlog was no more than the clean phase's largest and whose
 jobs' p99 was within 2x the clean phase's; **not back** when no second of its recover phase was. A
 pressure whose producers fell short (`producer-bound`) did not press as asked: it is neither held
-nor failed. A cell whose clean phase did not keep up is not judged: the system was overloaded
+nor failed, unless the system's own enqueue set their pace (`enqueue_slowed`): then it did not
+hold. A cell whose clean phase did not keep up is not judged: the system was overloaded
 before the pressure (its reference capacity was not met here). Each pressure ran in a cell of its
 own. Handled twice counts every acknowledged job; lost counts only cells whose drain finished
 (every job reconciled); a cell whose drain did not finish is *unchecked*, its jobs unfinished.
@@ -22,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.findings import sig
+from benchlib.studies.capacity.wording import BUSY
 from benchlib.tables import Table, fmt
 from benchlib.workload.scenario import PRESSURES
 
@@ -74,12 +76,29 @@ def judged(cells: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def enqueue_slowed(r: dict[str, Any]) -> bool:
+    """A producer-bound pressure that the system's enqueue caused: the producers were inside enqueue
+    calls nearly all the phase (capacity.wording.BUSY), while the harness, which runs them with the
+    consumers, handled no more jobs than in the clean phase it kept up in. So its own process was no
+    busier than when it met the rate (absurd's enqueue under the readers)."""
+    return (r["verdict"] == "producer-bound" and (r.get("enqueue_busy_share") or 0.0) >= BUSY
+            and r["completed_jobs_s"] is not None and r["clean_jobs_s"] is not None
+            and r["completed_jobs_s"] <= r["clean_jobs_s"])
+
+
+def short(r: dict[str, Any]) -> bool:
+    """Our producers fell short (not the system's enqueue): the pressure is not judged."""
+    return r["verdict"] == "producer-bound" and not enqueue_slowed(r)
+
+
 def cell_text(r: dict[str, Any]) -> str:
     """One pressure of one system, in words: 'held, back in 1 s' / 'fell behind, back in 12 s' /
-    'fell behind, not back in 20 s' / 'producers short'."""
+    'fell behind, not back in 20 s' / 'enqueue slowed, ...' / 'producers short, ...'."""
     if not r["clean_ok"]:
         return "–"
-    if r["verdict"] == "producer-bound":
+    if enqueue_slowed(r):
+        head = "enqueue slowed"
+    elif r["verdict"] == "producer-bound":
         head = "producers short"
     elif r["verdict"] == "pass":
         head = "held"
@@ -113,14 +132,14 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for system, part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
         rows = part.to_dicts()
-        judged_rows = [r for r in rows if r["clean_ok"] and r["verdict"] != "producer-bound"]
+        judged_rows = [r for r in rows if r["clean_ok"] and not short(r)]
         back = [r["recovered_s"] for r in judged_rows if r["recovered_s"] is not None]
         out[system[0]] = {
             "clean_ok": all(r["clean_ok"] for r in rows), "judged": len(judged_rows),
             "held": sum(r["verdict"] == "pass" for r in judged_rows), "back": len(back),
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],
-            "short": [pressure_name(r) for r in rows if r["clean_ok"] and r["verdict"] == "producer-bound"],
+            "short": [pressure_name(r) for r in rows if r["clean_ok"] and short(r)],
             "lost": sum(r["lost"] or 0 for r in rows), "unchecked": sum(r["lost"] is None for r in rows),
             "unfinished": sum(r["unfinished"] or 0 for r in rows), "duplicates": sum(r["duplicates"] or 0 for r in rows),
         }

@@ -215,6 +215,8 @@ PHASES: Schema = {
     "e2e_p50_ms": (pl.Float64, "first handling - intended instant, jobs intended in the phase"),
     "e2e_p99_ms": (pl.Float64, ""),
     "unfinished": (pl.Int64, "jobs intended in the phase never handled by the end of the drain"),
+    "enqueue_busy_share": (pl.Float64, "the producers' share of the phase spent inside enqueue calls (each awaits "
+                                       "one call at a time)"),
     "dead_tup_peak": (pl.Int64, "data and control tables' dead tuples, the largest second's end in the phase"),
     "dead_tup_growth": (pl.Int64, "dead tuples at the phase's last second's end - at the second before it began"),
     "bytes_growth": (pl.Int64, "table + index bytes, the same way"),
@@ -321,6 +323,24 @@ def recovered_after(rows: Sequence[dict[str, Any]], from_s: float, until_s: floa
     return None
 
 
+def enqueue_calls(sent: np.ndarray, acked: np.ndarray) -> np.ndarray:
+    """Each enqueue call as (start, duration) in ns: the jobs of one call share its start and its
+    acknowledgement; jobs without a recorded start are left out."""
+    ok = (sent != NONE) & (acked != NONE)
+    return np.unique(np.stack([sent[ok], acked[ok] - sent[ok]], axis=1), axis=0) if ok.any() \
+        else np.empty((0, 2), np.int64)
+
+
+def busy_share(calls: np.ndarray, start_s: float, end_s: float, producers: int) -> float | None:
+    """The producers' share of [start_s, end_s) spent inside enqueue calls (each producer awaits one
+    call at a time): near 1, the system's enqueue set their pace."""
+    if end_s <= start_s or producers <= 0:
+        return None
+    lo, hi = int(start_s * 1e9), int(end_s * 1e9)
+    inside = np.clip(calls[:, 0] + calls[:, 1], lo, hi) - np.clip(calls[:, 0], lo, hi)
+    return min(1.0, float(inside.sum()) / (producers * (hi - lo)))
+
+
 def _merged_waits(rows: Sequence[dict[str, Any]]) -> str | None:
     """One phase's census: each second's shares weighted by its ticks."""
     total: dict[str, float] = {}
@@ -345,11 +365,12 @@ def _finite(x: float) -> float | None:
 
 
 def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.ndarray, first: np.ndarray,
-               reference: float) -> list[dict[str, Any]]:
+               reference: float, calls: np.ndarray, producers: int) -> list[dict[str, Any]]:
     """Per timed phase but the warm-up and the drain: the capacity criterion over its whole seconds,
     the latency and unfinished jobs of the jobs intended in it, what its tables gained, its
     wait-event mix; a pressure's recovery over the recover phase after it, against the clean
-    phase's largest backlog and RECOVERED_P99 x its p99. Instants: ns since the cell's start."""
+    phase's largest backlog and RECOVERED_P99 x its p99; the producers' share of it inside enqueue
+    `calls` (enqueue_calls). Instants: ns since the cell's start."""
     ok = (first != NONE) & (intended != NONE)
     ran = list(spans.ran)
     out = []
@@ -376,7 +397,7 @@ def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.nda
             "backlog_max": backlog_max, "slope": _finite(slope[0]), "slope_lo": _finite(slope[1]),
             "slope_hi": _finite(slope[2]), "slope_limit": capacity.slope_limit(offered),
             "verdict": verdict, "reason": reason, "e2e_p50_ms": q["e2e_p50_ms"], "e2e_p99_ms": q["e2e_p99_ms"],
-            "unfinished": unfinished,
+            "unfinished": unfinished, "enqueue_busy_share": busy_share(calls, start_s, end_s, producers),
             "dead_tup_peak": max((r["n_dead_tup"] for r in mine if r.get("n_dead_tup") is not None), default=None),
             "dead_tup_growth": _delta(mine, before, "n_dead_tup"), "bytes_growth": _delta(mine, before, "bytes"),
             "autovacuums": _delta(mine, before, "autovacuum_count"), "wait_events": _merged_waits(mine),
@@ -462,7 +483,8 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
     if rec.unknown or ran.unmapped:
         raise RuntimeError(f"{rec.unknown + ran.unmapped} handled job(s) carried an id the harness never produced")
     spans = Spans.of(ran.spans, ran.start_ns)
-    intended, acked, first = (relative(a, ran.start_ns) for a in (rec.intended_ns, rec.acked_ns, rec.first_ns))
+    intended, acked, first, sent = (relative(a, ran.start_ns)
+                                    for a in (rec.intended_ns, rec.acked_ns, rec.first_ns, rec.sent_ns))
     length_s = (ran.end_ns - ran.start_ns) / 1e9
     seconds = per_second(intended, acked, first, length_s, spans)
     by_t = {r["t_s"]: r for r in samples}
@@ -473,7 +495,8 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
             "lost": rec.lost if ran.drained else None,
             "duplicates": rec.duplicates, "unknown": rec.unknown, "drained": ran.drained, "seconds": length_s,
             "settings": _settings(system, p.consumers, batch), "started_at": started_at}
-    return {"cells": [cell], "phases": [common | r for r in phase_rows(seconds, spans, intended, first, ref)],
+    return {"cells": [cell], "phases": [common | r for r in phase_rows(seconds, spans, intended, first, ref,
+                                                                   enqueue_calls(sent, acked), p.producers)],
             "seconds": [common | r for r in seconds]}
 
 

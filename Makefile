@@ -20,7 +20,7 @@ ADAPTER_SOURCES := $(shell find benchlib/queues/adapters -type f -not -path '*/n
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  variables: PROFILE=smoke|standard|seed|full (report, default standard), FORCE=1 (rerun cached cells), STUDY=NAME (report: measure one study)"
+	@echo "  variables: PROFILE=smoke|standard|seed|soak|full (report, default standard), FORCE=1 (rerun cached cells), STUDY=NAME (report: measure one study)"
 
 setup: $(STAMP) ## create .venv with the pinned dependencies (skipped when up to date)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from benchlib import findings
+from benchlib import findings, palette
 from benchlib.findings import words
 
 alt.renderers.enable("svg")
@@ -113,6 +113,21 @@ def wrap(layer: alt.TopLevelMixin, data: pl.DataFrame, field: str, *, columns: i
     chart = layer.facet(facet=facet, columns=columns, data=data, spacing={"row": 14, "column": 16}
                         ).resolve_axis(x="independent")
     return chart.properties(title=title) if title is not None else chart
+
+
+def shaded_seconds(lines: pl.DataFrame, shade: pl.DataFrame, *, y: str, y_title: str, label: str,
+                   order: list[str], tooltip: list, width: int, height: int) -> tuple[alt.LayerChart, pl.DataFrame]:
+    """A panel's line over each second (`t_s`, step-after, coloured by system) with spans shaded red
+    (`started_s` to `ended_s`, named by `label`): the layer and the data to facet it over, as the
+    chaos and pressure timelines draw their cells (a fault's or a pressure's phase shaded)."""
+    both = pl.concat([lines.with_columns(pl.lit("line").alias("layer")), shade.with_columns(pl.lit("shade").alias("layer"))],
+                     how="diagonal_relaxed")
+    rect = alt.Chart().mark_rect(opacity=0.15, color="firebrick").encode(
+        x="started_s:Q", x2="ended_s:Q", tooltip=[f"{label}:N"]).transform_filter(alt.datum.layer == "shade")
+    line = alt.Chart().mark_line(interpolate="step-after").transform_filter(alt.datum.layer == "line").encode(
+        x=alt.X("t_s:Q", title="seconds"), y=alt.Y(f"{y}:Q", title=y_title),
+        color=alt.Color("system:N", scale=palette.system_scale(order), legend=None), tooltip=tooltip)
+    return alt.layer(rect, line).properties(width=width, height=height), both
 
 
 def placeholder(text: str, width: int = 400) -> alt.Chart:

@@ -1,7 +1,7 @@
 """Where each kind of run writes, checked before any work, and guarded by a lock.
 
 Committed results are precious, so the places are fixed by the kind of run:
-- a *published* profile (standard, seed, full) lives in the repository:
+- a *published* profile (standard, seed, soak, full) lives in the repository:
   `data/<study>/<profile>/`, `figures/<study>/<profile>/`, and its report
   (`report.md` for standard, `report-<profile>.md` otherwise). Only
   `make report PROFILE=<profile>` writes there;
@@ -37,7 +37,7 @@ from benchlib.errors import BenchError, shown
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 REPO_DATA = REPO_ROOT / "data"
-PUBLISHED = ("standard", "seed", "full")
+PUBLISHED = ("standard", "seed", "soak", "full")
 LOCK_NAME = ".benchlib.lock"
 
 

@@ -16,7 +16,7 @@ from benchlib.errors import BenchError, shown
 from benchlib.studies import STUDIES
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
-PROFILES = ("smoke", "standard", "full")  # every study has these; `seed` is the xmin study's alone
+PROFILES = ("smoke", "standard", "full")  # every study has these; `seed` is the xmin study's alone, `soak` pressure's
 
 
 def study_module(study: str):

@@ -53,6 +53,22 @@ def test_a_tiny_cell_per_kind_of_system_counts_every_job_and_judges_every_phase(
     assert j.height == 4 and analysis.matrix(j).rows
 
 
+def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(tmp_path):
+    windows = [{"name": f"w{i}", "kind": "load", "seconds": 2} for i in (1, 2, 3)]
+    params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
+                             scenario=[TINY[0], *windows, TINY[-1]])
+    run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
+    (cell,) = run.cells.to_dicts()
+    assert cell["pressure"] == "soak" and cell["error"] is None and cell["drained"]
+    assert cell["acked"] > 0 and cell["lost"] == 0 == cell["unfinished"] and cell["unknown"] == 0
+    assert run.phases["phase"].to_list() == ["w1", "w2", "w3"]  # the windows; no recovery is looked for
+    assert run.phases["recovery_window_s"].is_null().all() and analysis.judged(run.cells, run.phases).height == 0
+    assert sum(run.seconds["offered"]) == cell["acked"]  # one schedule across the windows: every job on it
+    (drift,) = analysis.drift(run.phases).values()
+    assert drift["windows"] == 3 and drift["window_s"] == pytest.approx(2, abs=0.1)
+    assert (tmp_path / "pressure" / "smoke" / "postgres__soak.cells.parquet").exists()
+
+
 INTERRUPTED = textwrap.dedent("""
     import asyncio, tempfile
     from benchlib.studies import pressure

@@ -110,7 +110,8 @@ def test_the_report_says_held_fell_behind_and_back_in_words():
     assert j["system"].to_list() == ["a"] and j["clean_ok"].all()  # b's cell failed: judged nowhere
     (row,) = analysis.matrix(j).rows
     assert row["overload ×2.5"].startswith("fell behind, back in ") and row["clean kept up"] == "yes"
-    assert analysis.summary(j)["a"] | {"slowest": 0} == {"clean_ok": True, "judged": 1, "held": 0, "back": 1,
+    assert analysis.summary(j)["a"] | {"slowest": 0} == {"clean_ok": True, "cells": 1, "clean_behind": 0,
+                                                          "judged": 1, "held": 0, "back": 1,
                                                           "slowest": 0, "not_back": [], "short": [], "lost": 0,
                                                           "unchecked": 0, "unfinished": 0, "duplicates": 2}
     # the bursts cell's drain did not finish: its 40 jobs are unfinished and unchecked, never 0 lost
@@ -120,7 +121,34 @@ def test_the_report_says_held_fell_behind_and_back_in_words():
 def test_a_clean_phase_that_fell_behind_judges_nothing():
     cells, phases = _tables(clean_ok=False)
     j = analysis.judged(cells, phases)
-    assert analysis.matrix(j).rows[0]["overload ×2.5"] == "–" and analysis.summary(j)["a"]["judged"] == 0
+    (row,) = analysis.matrix(j).rows
+    assert row["overload ×2.5"] == "clean fell behind" and row["clean kept up"] == "no"
+    assert analysis.summary(j)["a"]["judged"] == 0
+
+
+def test_the_report_says_in_how_many_cells_the_clean_phase_kept_up_and_what_was_left_unchecked():
+    cells, phases = _tables()
+    bursts = phases.with_columns(pressure=pl.lit("bursts"),
+                                 verdict=pl.when(pl.col("phase") == "clean").then(pl.lit("fail")).otherwise("verdict"))
+    j = analysis.judged(cells, pl.concat([phases, bursts]))
+    (row,) = analysis.matrix(j).rows  # one row per system, its clean phase counted over its cells
+    assert row["clean kept up"] == "in 1 of 2 cells" and row["overload ×2.5"] == "clean fell behind"
+    summary = analysis.summary(j)["a"]
+    assert not summary["clean_ok"] and (summary["cells"], summary["clean_behind"]) == (2, 1)
+    from benchlib.studies.pressure import report
+    said = [f.text() for f in report.findings({"cells": cells, "phases": pl.concat([phases, bursts])}, [])]
+    assert "a (in 1 of 2 cells) fell behind already in the clean phase" in " ".join(said)
+    assert "Unchecked, their drain unfinished: a (40 jobs left)." in " ".join(said)  # the cell's, not its phases'
+
+
+def test_a_phase_autovacuum_ran_in_shows_no_net_dead_tuples():
+    cells, phases = _tables()
+    vacuumed = phases.with_columns(autovacuums=pl.when(pl.col("phase") == "clean").then(1).otherwise(0),
+                                   dead_tup_growth=pl.lit(-500), bytes_growth=pl.lit(8192))
+    (row,) = analysis.bloat(vacuumed).rows
+    assert row["clean: dead tuples / 1k jobs"] == analysis.VACUUMED and row["clean: kB / 1k jobs"] != "–"
+    (row,) = analysis.bloat(vacuumed.with_columns(autovacuums=pl.lit(0))).rows
+    assert row["clean: dead tuples / 1k jobs"].startswith("-")  # none ran: the net change is the phase's own
 
 
 def test_the_producers_share_inside_enqueue_calls_counts_each_call_once_and_only_in_the_phase():
@@ -183,3 +211,47 @@ def test_each_pressure_runs_in_a_cell_of_its_own_at_the_systems_quoted_capacity(
         measure.Params(systems=("skip_locked",), pressures=("clean",))  # not a pressure
     with pytest.raises(BenchError, match="not one of|unknown"):
         measure.Params(systems=("rotation",), reference_jobs_s=10)  # a log the harness ticks is not pressed here
+
+
+SOAK = [WARM, *({"name": f"w{i}", "kind": "load", "seconds": 60} for i in range(1, 6)), DRAIN]
+
+
+def test_a_scenario_without_a_pressure_is_a_soak_of_equal_windows_in_one_cell_per_system():
+    p = measure.Params(systems=("skip_locked", "pgmq"), reference_jobs_s=10, scenario=SOAK)
+    assert p.pressures == (measure.SOAK,) and [c.parts["pressure"] for c in measure.cells(p)] == ["soak", "soak"]
+    assert [ph.name for ph in p.cell_phases(measure.SOAK)] == ["warmup", "w1", "w2", "w3", "w4", "w5", "drain"]
+    assert measure.stem(p) == "postgres__soak" != measure.stem(measure.Params(systems=("skip_locked",),
+                                                                            reference_jobs_s=10))
+    uneven = [WARM, {"name": "a", "kind": "load", "seconds": 60}, {"name": "b", "kind": "load", "seconds": 30},
+              {"name": "c", "kind": "load", "seconds": 60}, DRAIN]
+    for raw in (uneven, SOAK[:3] + [DRAIN]):  # windows of two lengths; two windows (no interval)
+        with pytest.raises(BenchError, match="a soak, at least 3 load phases of one length and rate"):
+            measure.Params(systems=("skip_locked",), reference_jobs_s=10, scenario=raw)
+
+
+def _soak_phases(system: str, p99: list[float], grow_kb: list[float], verdicts: list[str] | None = None) -> list[dict]:
+    return [{"system": system, "pressure": measure.SOAK, "round": 0, "phase": f"w{i + 1}", "kind": "load",
+             "started_s": 3.0 + 60 * i, "seconds": 60.0, "completed_jobs_s": 100.0, "e2e_p99_ms": v,
+             "bytes_growth": int(kb * 1024), "dead_tup_peak": 10 * i, "autovacuums": 1,
+             "verdict": (verdicts or ["pass"] * len(p99))[i]} for i, (v, kb) in enumerate(zip(p99, grow_kb))]
+
+
+def test_a_soak_drifts_only_where_its_slopes_interval_excludes_zero():
+    rows = (_soak_phases("up", [10, 12, 14, 16.5, 18], [0, 1024, 1024, 1024, 1024])  # p99 and size grow
+            + _soak_phases("flat", [10, 13, 9, 12, 10], [0, 50, -50, 40, -40])  # noise about a level
+            + _soak_phases("behind", [10, 50, 200, 900, 2000], [0] * 5, ["pass", "fail", "fail", "fail", "fail"]))
+    phases = frame(rows, measure.PHASES)
+    d = analysis.drift(phases)
+    assert analysis.trend(d["up"]["p99_slope"]) == "grows" and d["up"]["p99_slope"][0] == pytest.approx(2.0, abs=0.1)
+    assert analysis.trend(d["up"]["mb_slope"]) == "grows" and d["up"]["mb_end"] == pytest.approx(4.0)
+    assert analysis.trend(d["flat"]["p99_slope"]) == "no drift shown" == analysis.trend(d["flat"]["mb_slope"])
+    assert d["behind"]["kept"] == 1 and d["up"]["kept"] == 5 and d["up"]["dead_peak"] == 40
+    table = {r["system"]: r for r in analysis.drift_table(phases).rows}
+    assert table["up"]["p99 drift, ms/min [95 %]"].endswith("grows") and table["flat"]["minutes kept up"] == "5/5"
+    # the pressure part reads no soak row, and a soak's findings claim drift only where every minute kept up
+    assert analysis.pressed(phases).height == 0 and analysis.bloat(phases).rows == []
+    from benchlib.studies.pressure import report
+    said = [f.text() for f in report._soak_findings(phases)]
+    assert any(s.startswith("Over a 5-minute soak, p99 grew beyond doubt in 1 of the 2 systems that kept up every "
+                            "minute: up") for s in said)
+    assert any(s.startswith("behind fell behind in at least one minute") for s in said)

@@ -124,7 +124,7 @@ def test_the_seed_profile_is_the_xmin_studys_alone_and_sized_as_published():
     assert (run["producers"], run["consumers"], run["bystanders"], run["bystander_rows"]) == (4, 4, 2, 1_000_000)
     assert (run["rate"], run["bystander_rate"], run["phase_s"]) == (800, 100, 180)  # 2 bystanders x 50/s
     assert run["autovacuum"] == {"autovacuum_naptime": "10s"}  # not the notebook's tiny default
-    with pytest.raises(BenchError, match="unknown profile 'huge': choose one of full, seed, smoke, standard"):
+    with pytest.raises(BenchError, match="unknown profile 'huge': choose one of full, seed, smoke, soak, standard"):
         sweeps.studies_with("huge")
 
 

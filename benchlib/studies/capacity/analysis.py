@@ -13,6 +13,7 @@ import polars as pl
 
 from benchlib.charts import BACKENDS
 from benchlib.compare import Rule
+from benchlib.errors import BenchError
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.measure import WARMUP
 from benchlib.studies.capacity.wording import LOOKED, producers_held
@@ -189,6 +190,17 @@ def quoted(profile: str) -> dict[str, tuple[float, int | None]]:
     if not b.height:
         return {}
     return {r["system"]: (float(r["kept"]), r["batch"]) for r in b.iter_rows(named=True) if r["kept"]}
+
+
+def references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:
+    """`quoted(profile)`, refused in one line when a system has no quoted capacity there (a study
+    that runs each system at a share of it cannot start without it)."""
+    known = quoted(profile)
+    missing = [s for s in systems if s not in known]
+    if missing:
+        raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's {profile} data: "
+                         "run `make report STUDY=capacity` or set reference_jobs_s")
+    return known
 
 
 def inside(top: float) -> pl.Expr:

@@ -12,7 +12,7 @@ import altair as alt
 import polars as pl
 
 from benchlib import palette
-from benchlib.charts import placeholder, stated
+from benchlib.charts import placeholder, shaded_seconds, stated
 from benchlib.studies.chaos import analysis
 
 PANEL_W, PANEL_H = 215, 90
@@ -26,15 +26,10 @@ def timelines(seconds: pl.DataFrame, faults: pl.DataFrame, verdicts: pl.DataFram
     shade = (faults.filter((pl.col("variant") == "faults") & (pl.col("round") == 0))
              .select("system", "fault", "started_s", (pl.col("started_s") + pl.col("fault_s")).alias("ended_s")))
     order = list(palette.system_order(data["system"].unique()))
-    both = pl.concat([data.select("system", "phase", "t_s", "completed", "acked").with_columns(pl.lit("line").alias("layer")),
-                      shade.with_columns(pl.lit("fault").alias("layer"))], how="diagonal_relaxed")
-    rect = alt.Chart().mark_rect(opacity=0.15, color="firebrick").encode(
-        x="started_s:Q", x2="ended_s:Q", tooltip=["fault:N"]).transform_filter(alt.datum.layer == "fault")
-    line = alt.Chart().mark_line(interpolate="step-after").transform_filter(alt.datum.layer == "line").encode(
-        x=alt.X("t_s:Q", title="seconds"), y=alt.Y("completed:Q", title="jobs done per second"),
-        color=alt.Color("system:N", scale=palette.system_scale(order), legend=None),
-        tooltip=["system:N", "phase:N", alt.Tooltip("t_s:Q", format=".0f"), "completed:Q", "acked:Q"])
-    layer = alt.layer(rect, line).properties(width=PANEL_W, height=PANEL_H)
+    layer, both = shaded_seconds(data.select("system", "phase", "t_s", "completed", "acked"), shade, y="completed",
+                                 y_title="jobs done per second", label="fault", order=order, width=PANEL_W, height=PANEL_H,
+                                 tooltip=["system:N", "phase:N", alt.Tooltip("t_s:Q", format=".0f"), "completed:Q",
+                                          "acked:Q"])
     chart = (layer.facet(facet=alt.Facet("system:N", sort=order, title=None), columns=COLUMNS, data=both)
              .resolve_scale(y="independent").resolve_axis(x="independent"))
     summary = analysis.summary(verdicts)

@@ -55,11 +55,11 @@ DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
 )
 
 
-def _reference_table(profile: str) -> dict[str, tuple[float, int | None]]:
+def _references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:
     """Per system on PostgreSQL: the capacity study's quoted rate (jobs/s) and the batch it ran at."""
     from benchlib.studies.capacity import analysis as capacity
 
-    return capacity.quoted(profile)
+    return capacity.references(profile, systems)
 
 
 def killable(backend: str) -> list[str]:
@@ -121,13 +121,8 @@ class Params:
         object.__setattr__(self, "scenario", tuple(scenario.as_data(phases)))
         object.__setattr__(self, "rescue_scenario",
                            None if self.rescue_scenario is None else tuple(scenario.as_data(rescue_phases)))
-        known = {} if self.reference_jobs_s is not None else _reference_table(self.capacity_profile)
-        object.__setattr__(self, "references", known)  # read once: every rate() and cells() call uses it
-        if self.reference_jobs_s is None:
-            missing = [s for s in self.systems if s not in known]
-            if missing:
-                raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's "
-                                 f"{self.capacity_profile} data: run `make report STUDY=capacity` or set reference_jobs_s")
+        object.__setattr__(self, "references", {} if self.reference_jobs_s is not None else  # read once
+                           _references(self.capacity_profile, self.systems))
 
     @property
     def phases(self) -> tuple[Phase, ...]:

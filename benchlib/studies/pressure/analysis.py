@@ -14,21 +14,31 @@ hold. A cell whose clean phase did not keep up is not judged: the system was ove
 before the pressure (its reference capacity was not met here). Each pressure ran in a cell of its
 own. Handled twice counts every acknowledged job; lost counts only cells whose drain finished
 (every job reconciled); a cell whose drain did not finish is *unchecked*, its jobs unfinished.
+
+A **soak** cell (`pressure` == measure.SOAK) has no pressure: its load phases are windows of one
+length, and its finding is the **drift**: the least-squares slope, per minute, of each window's
+p99 and of the tables' size at each window's end, with its 95 % interval (capacity's
+slope_interval over the windows). It *grows* or *shrinks* only where the interval excludes 0.
 """
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from benchlib.findings import sig
+from benchlib.studies.capacity.measure import slope_interval
 from benchlib.studies.capacity.wording import BUSY
+from benchlib.studies.pressure.measure import SOAK
 from benchlib.tables import Table, fmt
 from benchlib.workload.scenario import PRESSURES
 
 LABEL = {"hold": "held back by", "overload": "overload", "burst": "bursts"}
 NOT_BACK = "not back"
+VACUUMED = "vacuumed"
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:
@@ -95,7 +105,7 @@ def cell_text(r: dict[str, Any]) -> str:
     """One pressure of one system, in words: 'held, back in 1 s' / 'fell behind, back in 12 s' /
     'fell behind, not back in 20 s' / 'enqueue slowed, ...' / 'producers short, ...'."""
     if not r["clean_ok"]:
-        return "–"
+        return "clean fell behind"
     if enqueue_slowed(r):
         head = "enqueue slowed"
     elif r["verdict"] == "producer-bound":
@@ -114,15 +124,18 @@ def cell_text(r: dict[str, Any]) -> str:
 
 def matrix(j: pl.DataFrame) -> Table:
     """Systems x pressures (round 0), each cell its verdict and recovery; the clean phase's rate and p99
-    (of the first pressure's cell: each cell has a clean phase of its own)."""
+    (of the first pressure's cell), and in how many cells the clean phase kept up (each cell has a
+    clean phase of its own)."""
     rows: dict[str, dict[str, str]] = {}
-    for r in j.filter(pl.col("round") == 0).iter_rows(named=True):
-        row = rows.setdefault(r["system"], {
-            "system": r["system"],
-            "clean: jobs/s": fmt(r["clean_jobs_s"]),
-            "clean: p99": f"{sig(r['clean_p99_ms'])} ms" if r["clean_p99_ms"] is not None else "–",
-            "clean kept up": "yes" if r["clean_ok"] else "no"})
-        row[pressure_name(r)] = cell_text(r)
+    for (system,), part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
+        first, kept = part.row(0, named=True), int(part["clean_ok"].sum())
+        row = rows.setdefault(system, {
+            "system": system,
+            "clean: jobs/s": fmt(first["clean_jobs_s"]),
+            "clean: p99": f"{sig(first['clean_p99_ms'])} ms" if first["clean_p99_ms"] is not None else "–",
+            "clean kept up": {part.height: "yes", 0: "no"}.get(kept, f"in {kept} of {part.height} cells")})
+        for r in part.iter_rows(named=True):
+            row[pressure_name(r)] = cell_text(r)
     return Table(list(rows.values()))
 
 
@@ -135,7 +148,8 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
         judged_rows = [r for r in rows if r["clean_ok"] and not short(r)]
         back = [r["recovered_s"] for r in judged_rows if r["recovered_s"] is not None]
         out[system[0]] = {
-            "clean_ok": all(r["clean_ok"] for r in rows), "judged": len(judged_rows),
+            "clean_ok": all(r["clean_ok"] for r in rows), "cells": len(rows),
+            "clean_behind": sum(not r["clean_ok"] for r in rows), "judged": len(judged_rows),
             "held": sum(r["verdict"] == "pass" for r in judged_rows), "back": len(back),
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],
@@ -148,9 +162,11 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
 
 def bloat(phases: pl.DataFrame) -> Table:
     """Per system (round 0): dead tuples and table + index bytes gained per 1,000 jobs completed, in the
-    clean phase (the first cell's) and under each hold (the horizon held back)."""
+    clean phase (the first cell's) and under each hold (the horizon held back). Where autovacuum ran
+    in the phase its dead tuples are VACUUMED, not a number: the net change then mixes what the phase
+    left dead with what vacuum removed from before it, and can be negative."""
     rows: dict[str, dict[str, str]] = {}
-    part = phases.filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", "hold"]))
+    part = pressed(phases).filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", "hold"]))
     for r in part.iter_rows(named=True):
         jobs = (r["completed_jobs_s"] or 0) * (r["seconds"] or 0)
         name = "clean" if r["kind"] == "load" else r["holder"]
@@ -158,9 +174,84 @@ def bloat(phases: pl.DataFrame) -> Table:
         if name in {k.split(":")[0] for k in row}:
             continue  # the first cell's clean phase stands for the clean phase
         per = (lambda v: sig(v / jobs * 1000) if v is not None and jobs else "–")
-        row[f"{name}: dead tuples / 1k jobs"] = per(r["dead_tup_growth"])
+        row[f"{name}: dead tuples / 1k jobs"] = VACUUMED if r["autovacuums"] else per(r["dead_tup_growth"])
         row[f"{name}: kB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)
     return Table(list(rows.values()))
+
+
+def pressed(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows of pressure cells (a soak's apart)."""
+    return df.filter(pl.col("pressure") != SOAK)
+
+
+def windows(phases: pl.DataFrame) -> pl.DataFrame:
+    """A soak's windows (round 0), in order per system: `minute` at each window's end, the tables'
+    size then (`mb`: their growth since the soak began, summed window by window)."""
+    part = phases.filter((pl.col("pressure") == SOAK) & (pl.col("round") == 0) & (pl.col("kind") == "load"))
+    return (part.sort("system", "started_s")
+            .with_columns(minute=(pl.col("started_s") + pl.col("seconds")) / 60.0,
+                          mb=pl.col("bytes_growth").fill_null(0).cum_sum().over("system") / 2**20))
+
+
+def _slope(values: list[float], window_s: float) -> tuple[float, float, float] | None:
+    """Per minute: the least-squares slope over the windows and its 95 % interval."""
+    if len(values) < 3 or window_s <= 0:
+        return None
+    per_min = 60.0 / window_s
+    slope, lo, hi = slope_interval(np.asarray(values, dtype=float))
+    return slope * per_min, lo * per_min, hi * per_min
+
+
+def trend(slope: tuple[float, float, float] | None) -> str:
+    """'grows' / 'shrinks' where the interval excludes 0, else 'no drift shown'."""
+    if slope is None or not all(math.isfinite(x) for x in slope):
+        return "not measured"
+    return "grows" if slope[1] > 0 else "shrinks" if slope[2] < 0 else "no drift shown"
+
+
+def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per soaked system: its windows, how many kept up (the capacity criterion), throughput and
+    p99 in the first and last window, the slopes of p99 (ms/min) and of size (MB/min) with their
+    intervals, the peak dead tuples and the autovacuum runs over the soak."""
+    out: dict[str, dict[str, Any]] = {}
+    for (system,), w in windows(phases).group_by("system", maintain_order=True):
+        rows = w.to_dicts()
+        p99 = [r["e2e_p99_ms"] for r in rows if r["e2e_p99_ms"] is not None]
+        out[system] = {
+            "windows": len(rows), "window_s": rows[0]["seconds"], "kept": sum(r["verdict"] == "pass" for r in rows),
+            "jobs_s": (rows[0]["completed_jobs_s"], rows[-1]["completed_jobs_s"]),
+            "p99_ms": (rows[0]["e2e_p99_ms"], rows[-1]["e2e_p99_ms"]),
+            "p99_slope": _slope(p99, rows[0]["seconds"]) if len(p99) == len(rows) else None,
+            "mb_slope": _slope([r["mb"] for r in rows], rows[0]["seconds"]),
+            "mb_end": rows[-1]["mb"],
+            "dead_peak": max((r["dead_tup_peak"] for r in rows if r["dead_tup_peak"] is not None), default=None),
+            "autovacuums": sum(r["autovacuums"] or 0 for r in rows),
+        }
+    return out
+
+
+def _with_interval(slope: tuple[float, float, float] | None) -> str:
+    """'0.31 [0.12, 0.50]: grows'."""
+    if slope is None or not all(math.isfinite(x) for x in slope):
+        return "–"
+    return f"{sig(slope[0])} [{sig(slope[1])}, {sig(slope[2])}]: {trend(slope)}"
+
+
+def drift_table(phases: pl.DataFrame) -> Table:
+    """One row per soaked system: the windows kept up, first → last throughput and p99, the drifts."""
+    rows = []
+    for system, d in drift(phases).items():
+        (j0, j1), (p0, p1) = d["jobs_s"], d["p99_ms"]
+        rows.append({
+            "system": system, "minutes kept up": f"{d['kept']}/{d['windows']}",
+            "jobs/s, first → last": f"{fmt(j0)} → {fmt(j1)}",
+            "p99 ms, first → last": f"{sig(p0)} → {sig(p1)}",
+            "p99 drift, ms/min [95 %]": _with_interval(d["p99_slope"]),
+            "size drift, MB/min [95 %]": _with_interval(d["mb_slope"]),
+            "size gained, MB": sig(d["mb_end"]), "dead tuples, peak": fmt(d["dead_peak"]),
+            "autovacuum runs": fmt(d["autovacuums"]),
+        })
+    return Table(rows)
 
 
 def top_waits(raw: str | None, n: int = 3) -> str:
@@ -169,4 +260,5 @@ def top_waits(raw: str | None, n: int = 3) -> str:
     return ", ".join(f"{k} {sig(100 * v)} %" for k, v in list(shares.items())[:n]) or "–"
 
 
-__all__ = ["bloat", "cell_text", "judged", "matrix", "pressure_name", "summary", "top_waits", "totals"]
+__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "summary",
+           "top_waits", "totals", "trend", "windows"]

@@ -1,4 +1,5 @@
-"""The pressure study's chart: each system's backlog against time, its pressures shaded.
+"""The pressure study's charts: each system's backlog against time, its pressures shaded; and a
+soak's minutes, per system (throughput, p99, the tables' size gained).
 
 One small panel per system and pressure (round 0: each its own cell): the backlog at each
 second's end, on a y-axis of its own (systems ran at rates from tens to thousands of jobs/s), the
@@ -12,7 +13,7 @@ import altair as alt
 import polars as pl
 
 from benchlib import palette
-from benchlib.charts import placeholder, stated
+from benchlib.charts import placeholder, shaded_seconds, stated
 from benchlib.studies.pressure import analysis
 from benchlib.workload.scenario import PRESSURES
 
@@ -20,24 +21,18 @@ PANEL_W, PANEL_H = 200, 60
 
 
 def timelines(seconds: pl.DataFrame, phases: pl.DataFrame, judged: pl.DataFrame) -> alt.TopLevelMixin:
-    data = seconds.filter(pl.col("round") == 0)
+    data = analysis.pressed(seconds).filter(pl.col("round") == 0)
     if not data.height:
         return placeholder("no pressure cell to draw")
-    shade = (phases.filter((pl.col("round") == 0) & pl.col("kind").is_in(list(PRESSURES)))
+    shade = (analysis.pressed(phases).filter((pl.col("round") == 0) & pl.col("kind").is_in(list(PRESSURES)))
              .select("system", "pressure", "phase", "started_s",
                      (pl.col("started_s") + pl.col("seconds")).alias("ended_s")))
     order = list(palette.system_order(data["system"].unique()))
     pressures = list(dict.fromkeys(shade["pressure"]))
-    both = pl.concat([data.select("system", "pressure", "phase", "t_s", "backlog", "completed")
-                      .with_columns(pl.lit("line").alias("layer")),
-                      shade.with_columns(pl.lit("pressure").alias("layer"))], how="diagonal_relaxed")
-    rect = alt.Chart().mark_rect(opacity=0.15, color="firebrick").encode(
-        x="started_s:Q", x2="ended_s:Q", tooltip=["phase:N"]).transform_filter(alt.datum.layer == "pressure")
-    line = alt.Chart().mark_line(interpolate="step-after").transform_filter(alt.datum.layer == "line").encode(
-        x=alt.X("t_s:Q", title="seconds"), y=alt.Y("backlog:Q", title="backlog"),
-        color=alt.Color("system:N", scale=palette.system_scale(order), legend=None),
-        tooltip=["system:N", "phase:N", alt.Tooltip("t_s:Q", format=".0f"), "backlog:Q", "completed:Q"])
-    layer = alt.layer(rect, line).properties(width=PANEL_W, height=PANEL_H)
+    layer, both = shaded_seconds(data.select("system", "pressure", "phase", "t_s", "backlog", "completed"), shade,
+                                 y="backlog", y_title="backlog", label="phase", order=order, width=PANEL_W, height=PANEL_H,
+                                 tooltip=["system:N", "phase:N", alt.Tooltip("t_s:Q", format=".0f"), "backlog:Q",
+                                          "completed:Q"])
     chart = (layer.facet(row=alt.Row("system:N", sort=order, title=None),
                          column=alt.Column("pressure:N", sort=pressures, title=None), data=both)
              .resolve_scale(y="independent").resolve_axis(x="independent"))
@@ -46,11 +41,41 @@ def timelines(seconds: pl.DataFrame, phases: pl.DataFrame, judged: pl.DataFrame)
     judged_n = sum(1 for r in summary.values() if r["clean_ok"])
     text = (f"{len(ok)} of the {judged_n} systems judged came back from every pressure" if judged_n
             else "The backlog through each pressure")
-    return stated(chart, text, "Backlog (acknowledged, not yet handled) at each second's end against seconds since "
-                  "the cell's start, a row per system and a column per pressure, each its own cell and y-axis; "
-                  "the pressure's phase shaded red.")
+    return stated(chart, text, "Backlog (jobs acknowledged minus jobs handled) at each second's end against seconds "
+                  "since the cell's start, a row per system and a column per pressure, each its own cell and "
+                  "y-axis; the pressure's phase shaded red. Below 0: jobs handled before our enqueue call returned.")
+
+
+SOAK_METRICS = {"completed_jobs_s": "jobs/s", "e2e_p99_ms": "p99 (ms)", "mb": "size gained (MB)"}
+
+
+def soak(phases: pl.DataFrame) -> alt.TopLevelMixin:
+    """A row per soaked system, a column per measure, each window a point at its end."""
+    w = analysis.windows(phases)
+    if not w.height:
+        return placeholder("no soak cell to draw")
+    order = list(palette.system_order(w["system"].unique()))
+    long = (w.select("system", "minute", *SOAK_METRICS)
+            .unpivot(index=["system", "minute"], variable_name="measure")
+            .with_columns(pl.col("measure").replace_strict(SOAK_METRICS)))
+    chart = (alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("minute:Q", title="minutes"), y=alt.Y("value:Q", title=None),
+        color=alt.Color("system:N", scale=palette.system_scale(order), legend=None),
+        tooltip=["system:N", "measure:N", alt.Tooltip("minute:Q", format=".0f"), alt.Tooltip("value:Q", format=",.3~g")])
+             .properties(width=PANEL_W, height=PANEL_H)
+             .facet(row=alt.Row("system:N", sort=order, title=None),
+                    column=alt.Column("measure:N", sort=list(SOAK_METRICS.values()), title=None))
+             .resolve_scale(y="independent"))
+    drifts = analysis.drift(phases)
+    grew = [s for s, d in drifts.items() if analysis.trend(d["p99_slope"]) == "grows"]
+    text = (f"p99 grew beyond doubt over the soak in {len(grew)} of {len(drifts)} systems" if drifts
+            else "Each soaked system, minute by minute")
+    minutes = max(d["windows"] * d["window_s"] for d in drifts.values()) / 60
+    return stated(chart, text, f"Each window's completions per second, its jobs' p99 (first handling - intended "
+                  f"instant) and the tables' size gained since the start, at each window's end, over {sig(minutes)} "
+                  "minutes at 0.7 x the system's quoted capacity; a row per system, each measure its own y-axis.")
 
 
 CHARTS = {"pressure_timelines": timelines}
 
-__all__ = ["CHARTS", "timelines"]
+__all__ = ["CHARTS", "soak", "timelines"]

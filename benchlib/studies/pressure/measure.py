@@ -22,6 +22,11 @@ one definition of "keeps up"), and each pressure by its **recovery**: from its e
 a whole second's backlog is back to the clean phase's largest and its jobs' p99 within
 RECOVERED_P99 x the clean phase's (`recovered_after`). Every acknowledged job is reconciled after
 the drain (lost, handled twice).
+
+A scenario without a pressure is a **soak** (the `soak` profile): one cell per system, its
+load phases back to back at one rate on one schedule, each a window of the same length (a
+minute), so every per-phase number above becomes a per-minute series whose drift
+(analysis.drift) is the finding.
 """
 from __future__ import annotations
 
@@ -54,19 +59,21 @@ RECOVERED_P99 = 2.0  # recovered: a second's p99 within this many times the clea
 # ... and its backlog no more than the clean phase's largest (at least this many jobs: a clean
 # phase whose per-second backlog never exceeded 0 would otherwise ask for an empty queue)
 MIN_BACKLOG = 1
+SOAK = "soak"  # a soak cell's `pressure`: the whole scenario, no pressure in it
+MIN_WINDOWS = 3  # a soak's load phases (its windows): a slope and its interval need three
 
 # the standard scenario (profiles/pressure.yaml repeats it as data; this is the notebook's default)
 DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
     {"name": "warmup", "kind": "warmup", "seconds": 3},
     {"name": "clean", "kind": "load", "seconds": 10},
-    {"name": "idle_tx", "kind": "hold", "seconds": 15, "holder": "idle_xid"},
-    {"name": "after_idle_tx", "kind": "recover", "seconds": 25},
-    {"name": "readers", "kind": "hold", "seconds": 15, "holder": "active_readers"},
-    {"name": "after_readers", "kind": "recover", "seconds": 25},
-    {"name": "overload", "kind": "overload", "seconds": 15, "rate": 1.5},
-    {"name": "after_overload", "kind": "recover", "seconds": 25},
+    {"name": "idle_tx", "kind": "hold", "seconds": 12, "holder": "idle_xid"},
+    {"name": "after_idle_tx", "kind": "recover", "seconds": 30},
+    {"name": "readers", "kind": "hold", "seconds": 12, "holder": "active_readers"},
+    {"name": "after_readers", "kind": "recover", "seconds": 30},
+    {"name": "overload", "kind": "overload", "seconds": 12, "rate": 1.5},
+    {"name": "after_overload", "kind": "recover", "seconds": 30},
     {"name": "bursts", "kind": "burst", "seconds": 20, "rate": 3.5, "on_s": 2, "every_s": 10},
-    {"name": "after_bursts", "kind": "recover", "seconds": 25},
+    {"name": "after_bursts", "kind": "recover", "seconds": 30},
     {"name": "drain", "kind": "drain", "seconds": 60},
 )
 
@@ -81,7 +88,8 @@ def pressable(backend: str = "postgres") -> list[str]:
 class Params:
     backend: str = "postgres"
     systems: tuple[str, ...] = ("skip_locked",)
-    pressures: tuple[str, ...] | None = None  # the scenario's pressure phases to run, by name (None: every one)
+    pressures: tuple[str, ...] | None = None  # the scenario's pressure phases to run, by name (None: every one;
+    # a soak's one cell is "soak")
     load: float = 0.7  # the base rate, x the reference (the system's quoted capacity)
     consumers: int = 4  # the capacity study's
     producers: int = 2  # paced producers sharing each phase's rate (the capacity study's)
@@ -108,19 +116,13 @@ class Params:
             "pg_major": check.pg_major(self.pg_major, backend),
         }
         ran = checked(self.scenario, fixed["load"])
-        fixed["pressures"] = check.names("pressures", self.pressures if self.pressures is not None
-                                         else [ph.name for ph in ran if ph.kind in PRESSURES],
-                                         [ph.name for ph in ran if ph.kind in PRESSURES])
+        named = [ph.name for ph in ran if ph.kind in PRESSURES] or [SOAK]
+        fixed["pressures"] = check.names("pressures", self.pressures if self.pressures is not None else named, named)
         for key, value in fixed.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "scenario", tuple(scenario.as_data(ran)))
-        known = {} if self.reference_jobs_s is not None else _quoted(self.capacity_profile)
-        object.__setattr__(self, "references", known)  # read once: every rate() and cells() call uses it
-        if self.reference_jobs_s is None:
-            missing = [s for s in self.systems if s not in known]
-            if missing:
-                raise BenchError(f"no measured capacity for {', '.join(missing)} in the capacity study's "
-                                 f"{self.capacity_profile} data: run `make report STUDY=capacity` or set reference_jobs_s")
+        object.__setattr__(self, "references", {} if self.reference_jobs_s is not None else  # read once
+                           _references(self.capacity_profile, self.systems))
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -128,30 +130,39 @@ class Params:
 
     def cell_phases(self, pressure: str) -> tuple[Phase, ...]:
         """What the cell of one pressure runs: the phases before the first pressure (warm-up and
-        clean), that pressure and its recovery, the drain."""
+        clean), that pressure and its recovery, the drain; a soak's cell runs the whole scenario."""
         ran = self.phases
+        if pressure == SOAK:
+            return ran
         first = next(i for i, ph in enumerate(ran) if ph.kind in PRESSURES)
         at = next(i for i, ph in enumerate(ran) if ph.name == pressure)
         return scenario.check((*ran[:first], ran[at], ran[at + 1], ran[-1]))
 
 
-def _quoted(profile: str) -> dict[str, tuple[float, int | None]]:
+def _references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:
     from benchlib.studies.capacity import analysis  # its published rows, not its code
 
-    return analysis.quoted(profile)
+    return analysis.references(profile, systems)
 
 
 def checked(raw: Any, load: float) -> tuple[Phase, ...]:
     """The scenario's phases and this study's rules: one warm-up first, a `load` phase before any
     pressure (the clean phase every other is compared with), each pressure followed by a recover
-    phase (where its recovery is judged), no fault (nothing here kills a process)."""
+    phase (where its recovery is judged), no fault (nothing here kills a process). Without a
+    pressure it is a soak: its windows, at least MIN_WINDOWS load phases of one length and rate
+    back to back, then the drain."""
     ran = scenario.parse(raw, load)
     if ran[0].kind != "warmup" or any(ph.kind == "warmup" for ph in ran[1:]):
         raise BenchError("a pressure scenario starts with one warmup phase, and only there")
     first_pressure = next((i for i, ph in enumerate(ran) if ph.kind in PRESSURES), None)
+    windows = ran[1:-1]
+    if first_pressure is None and len(windows) >= MIN_WINDOWS and all(
+            ph.kind == "load" and (ph.seconds, ph.rate) == (windows[0].seconds, windows[0].rate) for ph in windows):
+        return ran  # a soak
     if first_pressure is None:
         raise BenchError("a pressure scenario needs a pressure phase (hold, overload or burst), each followed "
-                         "by a recover phase")
+                         f"by a recover phase; a soak, at least {MIN_WINDOWS} load phases of one length and rate "
+                         "between its warm-up and its drain")
     if not any(ph.kind == "load" for ph in ran[:first_pressure]):
         raise BenchError("a pressure scenario needs a `load` phase before its first pressure: the clean phase "
                          "every other is compared with")
@@ -503,7 +514,8 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
 def stem(p: Params) -> str:
-    return p.backend + (f"__pg{p.pg_major}" if p.pg_major else "")
+    """A soak's run has a stem of its own (a profile may hold both: smoke does)."""
+    return p.backend + ("__soak" if p.pressures == (SOAK,) else "") + (f"__pg{p.pg_major}" if p.pg_major else "")
 
 
 def backend(p: Params) -> str:

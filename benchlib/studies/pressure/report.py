@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from benchlib.findings import Finding, Ratio, names, sig
+from benchlib.findings import Finding, Ratio, listed, names, sig
 from benchlib.studies.pressure import analysis, charts
 
 TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon it is back"
@@ -23,16 +23,48 @@ def _judged(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return analysis.judged(tables["cells"], tables["phases"])
 
 
+def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
+    """Drift, said only of the systems whose every minute kept up (a backlog that grows makes p99
+    grow for another reason); who fell behind in a minute."""
+    drifts = analysis.drift(phases)
+    if not drifts:
+        return []
+    steady = {s: d for s, d in drifts.items() if d["kept"] == d["windows"]}
+    behind = [s for s in drifts if s not in steady]
+    minutes = _minutes(drifts)
+    out = []
+    if steady:
+        for what, key in (("p99", "p99_slope"), ("their tables' size", "mb_slope")):
+            grew = [s for s, d in steady.items() if analysis.trend(d[key]) == "grows"]
+            out.append(Finding("pressure", "Over a {m}-minute soak, " + what
+                               + " grew beyond doubt in {n} of the {k} systems that kept up every minute"
+                               + (": {who}." if grew else "."),
+                               {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
+                               interval="one run each, the slope's 95 % interval",
+                               cells=tuple(f"postgres/{s}" for s in steady)))
+    if behind:
+        out.append(Finding("pressure", "{who} fell behind in at least one minute of the soak, so no drift is "
+                           "claimed for them.", {"who": names(behind)}, cells=tuple(f"postgres/{s}" for s in behind)))
+    return out
+
+
+def _minutes(drifts: dict[str, dict[str, Any]]) -> float | int:
+    """The longest soak's minutes (whole minutes as an int: '15-minute', not '15.0-minute')."""
+    m = max(d["windows"] * d["window_s"] for d in drifts.values()) / 60
+    return int(m) if float(m).is_integer() else m
+
+
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """'2/4 held, back within 3 s' / '1/4 held; not back: overload ×1.5' / 'clean phase fell behind'."""
+    """'2/4 held, back within 3 s' (the slowest return) / '1/4 held, 3 not back' / 'clean phase fell
+    behind': short, the system x pressure table on the study's page says which."""
     out = {}
     for system, r in analysis.summary(_judged(tables)).items():
         if not r["clean_ok"]:
-            text = "fell behind before any pressure"
+            text = "clean phase fell behind"
         else:
             text = f"{r['held']}/{r['judged']} held"
             if r["not_back"]:
-                text += f"; not back: {', '.join(r['not_back'])}"
+                text += f", {len(r['not_back'])} not back"
             elif r["slowest"] is not None:
                 text += f", back within {sig(r['slowest'])} s"
         out[system] = {COLUMN: text}
@@ -42,11 +74,11 @@ def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[st
 def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
     """Who came back from every pressure and the slowest return; who was not back; what an idle
     transaction did to latency and tables; lost and twice over reconciled jobs."""
+    out = _soak_findings(tables["phases"])
     j = _judged(tables)
     summary = analysis.summary(j)
     if not summary:
-        return []
-    out = []
+        return out + _accounting(tables["cells"])
     clean = {s: r for s, r in summary.items() if r["clean_ok"]}
     every = [s for s, r in clean.items() if r["judged"] and r["back"] == r["judged"]]
     slowest = max((clean[s]["slowest"] for s in every), default=None)
@@ -54,15 +86,16 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                        + (", the slowest after {slow} s" if slowest is not None else "") + ": {who}.",
                        {"ok": len(every), "n": len(clean), "slow": slowest, "who": names(every)},
                        interval="one run per system", cells=tuple(f"postgres/{s}" for s in clean)))
-    late = {s: r["not_back"] for s, r in clean.items() if r["not_back"]}
+    late = [f"{s} (after {', '.join(r['not_back'])})" for s, r in clean.items() if r["not_back"]]
     if late:
-        out.append(Finding("pressure", "Not back within the recovery phase: {who}.",
-                           {"who": names([f"{s} (after {', '.join(w)})" for s, w in late.items()])},
-                           cells=tuple(f"postgres/{s}" for s in late)))
-    before = [s for s, r in summary.items() if not r["clean_ok"]]
+        out.append(Finding("pressure", _literal(listed("Not back within the recovery phase", late, sep="; ")),
+                           cells=tuple(f"postgres/{s}" for s, r in clean.items() if r["not_back"])))
+    before = {s: r for s, r in summary.items() if not r["clean_ok"]}
     if before:
-        out.append(Finding("pressure", "{who} fell behind in the clean phase at 70 % of the capacity the capacity "
-                           "study quotes, so their pressures are not judged.", {"who": names(before)},
+        out.append(Finding("pressure", "{who} fell behind already in the clean phase, at 70 % of the capacity the "
+                           "capacity study quotes, so their pressures are not judged.",
+                           {"who": names([f"{s} (in {r['clean_behind']} of {r['cells']} cells)"
+                                          for s, r in before.items()])},
                            cells=tuple(f"postgres/{s}" for s in before)))
     idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")
                     & pl.col("p99_ratio").is_not_null())
@@ -74,14 +107,27 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                             "m": Ratio(float(idle["p99_ratio"].median()))},
                            interval="one run per system, the held phase against the clean one",
                            cells=tuple(f"postgres/{s}" for s in idle["system"])))
-    lost = sum(r["lost"] for r in summary.values())
-    twice = sum(r["duplicates"] for r in summary.values())
-    unchecked = {s: r for s, r in summary.items() if r["unchecked"]}
-    out.append(Finding("pressure", "Over the cells whose drain finished, every job reconciled by seq: {lost} lost; "
-                       "{twice} handled twice in all." + (" Unchecked, their drain unfinished: {who}." if unchecked else ""),
-                       {"lost": lost, "twice": twice,
-                        "who": names([f"{s} ({r['unfinished']:,} jobs left)" for s, r in unchecked.items()])}))
-    return out
+    return out + _accounting(tables["cells"])
+
+
+def _literal(text: str) -> str:
+    """A sentence made already, as a Finding's template (its braces escaped)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _accounting(cells: pl.DataFrame) -> list[Finding]:
+    """Lost over the cells whose drain finished (every job reconciled by seq), handled twice over
+    all, and the systems with a cell left unchecked."""
+    ran = cells.filter((pl.col("round") == 0) & pl.col("error").is_null())
+    if not ran.height:
+        return []
+    unchecked = (ran.filter(pl.col("lost").is_null()).group_by("system", maintain_order=True)
+                 .agg(pl.col("unfinished").sum()))
+    return [Finding("pressure", "Over the cells whose drain finished, every job reconciled by seq: {lost} lost; "
+                    "{twice} handled twice in all." + (" Unchecked, their drain unfinished: {who}." if unchecked.height
+                                                      else ""),
+                    {"lost": int(ran["lost"].fill_null(0).sum()), "twice": int(ran["duplicates"].fill_null(0).sum()),
+                     "who": names([f"{s} ({n:,} jobs left)" for s, n in unchecked.iter_rows()])})]
 
 
 def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None:
@@ -89,19 +135,45 @@ def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None
     return "Each system ran the scenario once, so this study measures no run-to-run spread." if rounds == 1 else None
 
 
+def _soak_context(soak: dict[str, pl.DataFrame | None], figure: Callable[[str, alt.TopLevelMixin], Path]
+                  ) -> dict[str, Any] | None:
+    """The soak's part of the page, from its own tables (this profile's, or the `soak` profile's)."""
+    phases, cells = soak.get("phases"), soak.get("cells")
+    soaked = None if cells is None else cells.filter(pl.col("pressure") == analysis.SOAK)
+    if soaked is None or not soaked.height:
+        return None
+    drifts = analysis.drift(phases) if phases is not None else {}
+    ran = soaked.filter(pl.col("error").is_null())
+    out = {"errors": soaked.filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
+           "table": None}
+    if drifts:
+        out |= {"table": analysis.drift_table(phases).markdown(), "figure": figure("soak_minutes", charts.soak(phases)),
+                "minutes": sig(_minutes(drifts)),
+                "window_s": next(iter(drifts.values()))["window_s"],
+                "load": sorted({round(r, 2) for r in (ran["rate_jobs_s"] / ran["reference_jobs_s"]).to_list()})}
+    return out
+
+
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
             other: Callable[..., dict[str, pl.DataFrame | None]]) -> dict[str, Any]:
+    """The pressure cells' part (matrix, timelines, bloat, waits), and the soak's: this profile's
+    own, or the `soak` profile's beside the pressure cells."""
     cells, phases = tables["cells"], tables["phases"]
     j = _judged(tables)
-    params = manifests[0]["params"] if manifests else {}
+    pressing = [m["params"] for m in manifests if analysis.SOAK not in (m["params"].get("pressures") or ())]
+    params = pressing[0] if pressing else {}
     waits = (j.filter(pl.col("round") == 0).select("system", "phase", "wait_events").to_dicts())
+    soak = tables if cells.filter(pl.col("pressure") == analysis.SOAK).height else other("soak")
     return {
-        "figures": {"pressure_timelines": figure("pressure_timelines", charts.timelines(tables["seconds"], phases, j))},
+        "pressed": bool(j.height),
+        "soak": _soak_context(soak, figure),
+        "figures": {"pressure_timelines": figure("pressure_timelines", charts.timelines(tables["seconds"], phases, j))}
+        if j.height else {},
         "matrix": analysis.matrix(j).markdown(),
         "bloat": analysis.bloat(phases).markdown(),
         "waits": [{"system": w["system"], "phase": w["phase"], "top": analysis.top_waits(w["wait_events"])}
                   for w in waits if w["phase"] == "readers"],
         "scenario": params.get("scenario") or [],
         "params": params,
-        "errors": cells.filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
+        "errors": analysis.pressed(cells).filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
     }

@@ -149,6 +149,9 @@ def test_a_phase_autovacuum_ran_in_shows_no_net_dead_tuples():
     assert row["clean: dead tuples / 1k jobs"] == analysis.VACUUMED and row["clean: kB / 1k jobs"] != "–"
     (row,) = analysis.bloat(vacuumed.with_columns(autovacuums=pl.lit(0))).rows
     assert row["clean: dead tuples / 1k jobs"].startswith("-")  # none ran: the net change is the phase's own
+    later = vacuumed.with_columns(pressure=pl.lit("bursts"), autovacuums=pl.lit(0), dead_tup_growth=pl.lit(6))
+    (row,) = analysis.bloat(pl.concat([vacuumed, later])).rows
+    assert row["clean: dead tuples / 1k jobs"] == "100"  # 6 in its 60 jobs: another cell's clean phase that no autovacuum ran in
 
 
 def test_the_producers_share_inside_enqueue_calls_counts_each_call_once_and_only_in_the_phase():

@@ -162,17 +162,18 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
 
 def bloat(phases: pl.DataFrame) -> Table:
     """Per system (round 0): dead tuples and table + index bytes gained per 1,000 jobs completed, in the
-    clean phase (the first cell's) and under each hold (the horizon held back). Where autovacuum ran
+    clean phase (the first cell's that autovacuum did not run in, else the first) and under each hold (the horizon held back). Where autovacuum ran
     in the phase its dead tuples are VACUUMED, not a number: the net change then mixes what the phase
     left dead with what vacuum removed from before it, and can be negative."""
     rows: dict[str, dict[str, str]] = {}
-    part = pressed(phases).filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", "hold"]))
+    part = (pressed(phases).filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", "hold"]))
+            .sort(pl.col("autovacuums").fill_null(0) > 0, maintain_order=True))  # an unvacuumed clean phase first
     for r in part.iter_rows(named=True):
         jobs = (r["completed_jobs_s"] or 0) * (r["seconds"] or 0)
         name = "clean" if r["kind"] == "load" else r["holder"]
         row = rows.setdefault(r["system"], {"system": r["system"]})
         if name in {k.split(":")[0] for k in row}:
-            continue  # the first cell's clean phase stands for the clean phase
+            continue  # one cell's clean phase stands for the clean phase
         per = (lambda v: sig(v / jobs * 1000) if v is not None and jobs else "–")
         row[f"{name}: dead tuples / 1k jobs"] = VACUUMED if r["autovacuums"] else per(r["dead_tup_growth"])
         row[f"{name}: kB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)

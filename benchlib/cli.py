@@ -139,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_drain)
 
     s = sub.add_parser("sweep", help="execute every study notebook for a profile (papermill)")
-    s.add_argument("--profile", default="standard", help="smoke | standard | seed (xmin only) | full")
+    s.add_argument("--profile", default="standard", help="smoke | standard | seed (xmin only) | soak (pressure only) | full")
     s.add_argument("--study", default=None, help="only this study")
     s.add_argument("--force", action="store_true", help="rerun cells even if cached")
     s.add_argument("--accept-server-settings", action="store_true",

@@ -258,3 +258,7 @@ def test_a_soak_drifts_only_where_its_slopes_interval_excludes_zero():
     assert any(s.startswith("Over a 5-minute soak, p99 grew beyond doubt in 1 of the 2 systems that kept up every "
                             "minute: up") for s in said)
     assert any(s.startswith("behind fell behind in at least one minute") for s in said)
+    from benchlib.studies.pressure import charts
+    spec = charts.soak(phases).to_dict()  # the figure says what the findings say, over the same systems
+    assert spec["title"]["text"] == "p99 grew beyond doubt in 1 of the 2 systems that kept up every minute"
+    assert "over 5 minutes" in spec["description"]

@@ -231,6 +231,18 @@ def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+def steady(drifts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The soaked systems that kept up in every window: the only ones a drift is claimed for (a
+    backlog that grows makes p99 grow for another reason)."""
+    return {s: d for s, d in drifts.items() if d["kept"] == d["windows"]}
+
+
+def soak_minutes(drifts: dict[str, dict[str, Any]]) -> float | int:
+    """The longest soak's minutes (whole minutes as an int: '15-minute', not '15.0-minute')."""
+    m = max((d["windows"] * d["window_s"] for d in drifts.values()), default=0) / 60
+    return int(m) if float(m).is_integer() else m
+
+
 def _with_interval(slope: tuple[float, float, float] | None) -> str:
     """'0.31 [0.12, 0.50]: grows'."""
     if slope is None or not all(math.isfinite(x) for x in slope):
@@ -261,5 +273,5 @@ def top_waits(raw: str | None, n: int = 3) -> str:
     return ", ".join(f"{k} {sig(100 * v)} %" for k, v in list(shares.items())[:n]) or "–"
 
 
-__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "summary",
-           "top_waits", "totals", "trend", "windows"]
+__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "soak_minutes",
+           "steady", "summary", "top_waits", "totals", "trend", "windows"]

@@ -14,6 +14,7 @@ import polars as pl
 
 from benchlib import palette
 from benchlib.charts import placeholder, shaded_seconds, stated
+from benchlib.findings import sig
 from benchlib.studies.pressure import analysis
 from benchlib.workload.scenario import PRESSURES
 
@@ -67,13 +68,13 @@ def soak(phases: pl.DataFrame) -> alt.TopLevelMixin:
                     column=alt.Column("measure:N", sort=list(SOAK_METRICS.values()), title=None))
              .resolve_scale(y="independent"))
     drifts = analysis.drift(phases)
-    grew = [s for s, d in drifts.items() if analysis.trend(d["p99_slope"]) == "grows"]
-    text = (f"p99 grew beyond doubt over the soak in {len(grew)} of {len(drifts)} systems" if drifts
+    steady = analysis.steady(drifts)
+    grew = [s for s, d in steady.items() if analysis.trend(d["p99_slope"]) == "grows"]
+    text = (f"p99 grew beyond doubt in {len(grew)} of the {len(steady)} systems that kept up every minute" if steady
             else "Each soaked system, minute by minute")
-    minutes = max(d["windows"] * d["window_s"] for d in drifts.values()) / 60
     return stated(chart, text, f"Each window's completions per second, its jobs' p99 (first handling - intended "
-                  f"instant) and the tables' size gained since the start, at each window's end, over {sig(minutes)} "
-                  "minutes at 0.7 x the system's quoted capacity; a row per system, each measure its own y-axis.")
+                  f"instant) and the tables' size gained since the start, at each window's end, over "
+                  f"{sig(analysis.soak_minutes(drifts))} minutes; a row per system, each measure its own y-axis.")
 
 
 CHARTS = {"pressure_timelines": timelines}

@@ -29,9 +29,9 @@ def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
     drifts = analysis.drift(phases)
     if not drifts:
         return []
-    steady = {s: d for s, d in drifts.items() if d["kept"] == d["windows"]}
+    steady = analysis.steady(drifts)
     behind = [s for s in drifts if s not in steady]
-    minutes = _minutes(drifts)
+    minutes = analysis.soak_minutes(drifts)
     out = []
     if steady:
         for what, key in (("p99", "p99_slope"), ("their tables' size", "mb_slope")):
@@ -46,12 +46,6 @@ def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
         out.append(Finding("pressure", "{who} fell behind in at least one minute of the soak, so no drift is "
                            "claimed for them.", {"who": names(behind)}, cells=tuple(f"postgres/{s}" for s in behind)))
     return out
-
-
-def _minutes(drifts: dict[str, dict[str, Any]]) -> float | int:
-    """The longest soak's minutes (whole minutes as an int: '15-minute', not '15.0-minute')."""
-    m = max(d["windows"] * d["window_s"] for d in drifts.values()) / 60
-    return int(m) if float(m).is_integer() else m
 
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
@@ -148,7 +142,7 @@ def _soak_context(soak: dict[str, pl.DataFrame | None], figure: Callable[[str, a
            "table": None}
     if drifts:
         out |= {"table": analysis.drift_table(phases).markdown(), "figure": figure("soak_minutes", charts.soak(phases)),
-                "minutes": sig(_minutes(drifts)),
+                "minutes": sig(analysis.soak_minutes(drifts)),
                 "window_s": next(iter(drifts.values()))["window_s"],
                 "load": sorted({round(r, 2) for r in (ran["rate_jobs_s"] / ran["reference_jobs_s"]).to_list()})}
     return out

@@ -250,15 +250,15 @@ def test_a_soak_drifts_only_where_its_slopes_interval_excludes_zero():
     assert analysis.trend(d["flat"]["p99_slope"]) == "no drift shown" == analysis.trend(d["flat"]["mb_slope"])
     assert d["behind"]["kept"] == 1 and d["up"]["kept"] == 5 and d["up"]["dead_peak"] == 40
     table = {r["system"]: r for r in analysis.drift_table(phases).rows}
-    assert table["up"]["p99 drift, ms/min [95 %]"].endswith("grows") and table["flat"]["minutes kept up"] == "5/5"
-    # the pressure part reads no soak row, and a soak's findings claim drift only where every minute kept up
+    assert table["up"]["p99 drift, ms/min [95 %]"].endswith("grows") and table["flat"]["windows kept up"] == "5/5"
+    # the pressure part reads no soak row, and a soak's findings claim drift only where every window kept up
     assert analysis.pressed(phases).height == 0 and analysis.bloat(phases).rows == []
     from benchlib.studies.pressure import report
     said = [f.text() for f in report._soak_findings(phases)]
-    assert any(s.startswith("Over a 5-minute soak, p99 grew beyond doubt in 1 of the 2 systems that kept up every "
-                            "minute: up") for s in said)
-    assert any(s.startswith("behind fell behind in at least one minute") for s in said)
+    assert any(s.startswith("Over a 5-minute soak, p99 grew beyond doubt in 1 of the 2 systems that kept up in "
+                            "every window: up") for s in said)
+    assert any(s.startswith("behind: not every window of the soak kept up") for s in said)
     from benchlib.studies.pressure import charts
     spec = charts.soak(phases).to_dict()  # the figure says what the findings say, over the same systems
-    assert spec["title"]["text"] == "p99 grew beyond doubt in 1 of the 2 systems that kept up every minute"
+    assert spec["title"]["text"] == "p99 grew beyond doubt in 1 of the 2 systems that kept up in every window"
     assert "over 5 minutes" in spec["description"]

@@ -256,7 +256,7 @@ def drift_table(phases: pl.DataFrame) -> Table:
     for system, d in drift(phases).items():
         (j0, j1), (p0, p1) = d["jobs_s"], d["p99_ms"]
         rows.append({
-            "system": system, "minutes kept up": f"{d['kept']}/{d['windows']}",
+            "system": system, "windows kept up": f"{d['kept']}/{d['windows']}",
             "jobs/s, first → last": f"{fmt(j0)} → {fmt(j1)}",
             "p99 ms, first → last": f"{sig(p0)} → {sig(p1)}",
             "p99 drift, ms/min [95 %]": _with_interval(d["p99_slope"]),

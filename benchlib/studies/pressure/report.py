@@ -24,7 +24,7 @@ def _judged(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
 
 def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
-    """Drift, said only of the systems whose every minute kept up (a backlog that grows makes p99
+    """Drift, said only of the systems whose every window kept up (a backlog that grows makes p99
     grow for another reason); who fell behind in a minute."""
     drifts = analysis.drift(phases)
     if not drifts:
@@ -37,14 +37,14 @@ def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
         for what, key in (("p99", "p99_slope"), ("their tables' size", "mb_slope")):
             grew = [s for s, d in steady.items() if analysis.trend(d[key]) == "grows"]
             out.append(Finding("pressure", "Over a {m}-minute soak, " + what
-                               + " grew beyond doubt in {n} of the {k} systems that kept up every minute"
+                               + " grew beyond doubt in {n} of the {k} systems that kept up in every window"
                                + (": {who}." if grew else "."),
                                {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
                                interval="one run each, the slope's 95 % interval",
                                cells=tuple(f"postgres/{s}" for s in steady)))
     if behind:
-        out.append(Finding("pressure", "{who} fell behind in at least one minute of the soak, so no drift is "
-                           "claimed for them.", {"who": names(behind)}, cells=tuple(f"postgres/{s}" for s in behind)))
+        out.append(Finding("pressure", "{who}: not every window of the soak kept up (the capacity criterion), "
+                           "so no drift is claimed for them.", {"who": names(behind)}, cells=tuple(f"postgres/{s}" for s in behind)))
     return out
 
 

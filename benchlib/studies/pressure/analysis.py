@@ -211,8 +211,8 @@ def trend(slope: tuple[float, float, float] | None) -> str:
 
 
 def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per soaked system: its windows, how many kept up (the capacity criterion), throughput and
-    p99 in the first and last window, the slopes of p99 (ms/min) and of size (MB/min) with their
+    """Per soaked system: its windows, how many kept up (the capacity criterion) and the first that
+    fell behind (1-based; None: none did), throughput and p99 in the first and last window, the slopes of p99 (ms/min) and of size (MB/min) with their
     intervals, the peak dead tuples and the autovacuum runs over the soak."""
     out: dict[str, dict[str, Any]] = {}
     for (system,), w in windows(phases).group_by("system", maintain_order=True):
@@ -220,6 +220,7 @@ def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
         p99 = [r["e2e_p99_ms"] for r in rows if r["e2e_p99_ms"] is not None]
         out[system] = {
             "windows": len(rows), "window_s": rows[0]["seconds"], "kept": sum(r["verdict"] == "pass" for r in rows),
+            "first_fail": next((i + 1 for i, r in enumerate(rows) if r["verdict"] == "fail"), None),
             "jobs_s": (rows[0]["completed_jobs_s"], rows[-1]["completed_jobs_s"]),
             "p99_ms": (rows[0]["e2e_p99_ms"], rows[-1]["e2e_p99_ms"]),
             "p99_slope": _slope(p99, rows[0]["seconds"]) if len(p99) == len(rows) else None,

@@ -42,9 +42,17 @@ def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
                                {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
                                interval="one run each, the slope's 95 % interval",
                                cells=tuple(f"postgres/{s}" for s in steady)))
-    if behind:
-        out.append(Finding("pressure", "{who}: not every window of the soak kept up (the capacity criterion), "
-                           "so no drift is claimed for them.", {"who": names(behind)}, cells=tuple(f"postgres/{s}" for s in behind)))
+    fell = [f"{s} (from window {drifts[s]['first_fail']} of {drifts[s]['windows']})" for s in behind
+            if drifts[s]["first_fail"] is not None]
+    if fell:
+        out.append(Finding("pressure", _literal(listed("Fell behind during the soak (a window failed the capacity "
+                                                       "criterion), so no drift is claimed", fell, sep="; ")),
+                           cells=tuple(f"postgres/{s}" for s in behind if drifts[s]["first_fail"] is not None)))
+    unjudged = [s for s in behind if drifts[s]["first_fail"] is None]
+    if unjudged:
+        out.append(Finding("pressure", "{who}: not every window of the soak was judged kept up (producers short or "
+                           "unclear), so no drift is claimed for them.", {"who": names(unjudged)},
+                           cells=tuple(f"postgres/{s}" for s in unjudged)))
     return out
 
 

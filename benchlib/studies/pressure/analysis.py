@@ -212,8 +212,9 @@ def trend(slope: tuple[float, float, float] | None) -> str:
 
 def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """Per soaked system: its windows, how many kept up (the capacity criterion) and the first that
-    fell behind (1-based; None: none did), throughput and p99 in the first and last window, the slopes of p99 (ms/min) and of size (MB/min) with their
-    intervals, the peak dead tuples and the autovacuum runs over the soak."""
+    fell behind (1-based; None: none did), throughput and p99 in the first and last window, the
+    slopes of p99 (ms/min) and of size (MB/min) with their intervals, the peak dead tuples and the
+    autovacuum runs over the soak."""
     out: dict[str, dict[str, Any]] = {}
     for (system,), w in windows(phases).group_by("system", maintain_order=True):
         rows = w.to_dicts()

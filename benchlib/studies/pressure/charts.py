@@ -42,9 +42,9 @@ def timelines(seconds: pl.DataFrame, phases: pl.DataFrame, judged: pl.DataFrame)
     judged_n = sum(1 for r in summary.values() if r["clean_ok"])
     text = (f"{len(ok)} of the {judged_n} systems judged came back from every pressure" if judged_n
             else "The backlog through each pressure")
-    return stated(chart, text, "Backlog (jobs acknowledged minus jobs handled) at each second's end against seconds "
-                  "since the cell's start, a row per system and a column per pressure, each its own cell and "
-                  "y-axis; the pressure's phase shaded red. Below 0: jobs handled before our enqueue call returned.")
+    return stated(chart, text, "Backlog (jobs acknowledged minus jobs handled; below 0 when a job was handled before its "
+                  "enqueue call returned) at each second's end, a row per system, a column per pressure, each its "
+                  "own y-axis; the pressure shaded red.")
 
 
 SOAK_METRICS = {"completed_jobs_s": "jobs/s", "e2e_p99_ms": "p99 (ms)", "mb": "size gained (MB)"}

@@ -225,6 +225,9 @@ def test_a_scenario_without_a_pressure_is_a_soak_of_equal_windows_in_one_cell_pe
     assert [ph.name for ph in p.cell_phases(measure.SOAK)] == ["warmup", "w1", "w2", "w3", "w4", "w5", "drain"]
     assert measure.stem(p) == "postgres__soak" != measure.stem(measure.Params(systems=("skip_locked",),
                                                                             reference_jobs_s=10))
+    # a soak of one system is a run of its own, published when it finishes (the soak profile's runs)
+    one = measure.Params(systems=("pgmq",), reference_jobs_s=10, scenario=SOAK)
+    assert measure.stem(one) == "postgres__soak__pgmq" != measure.stem(p)
     uneven = [WARM, {"name": "a", "kind": "load", "seconds": 60}, {"name": "b", "kind": "load", "seconds": 30},
               {"name": "c", "kind": "load", "seconds": 60}, DRAIN]
     for raw in (uneven, SOAK[:3] + [DRAIN]):  # windows of two lengths; two windows (no interval)
@@ -263,7 +266,25 @@ def test_a_soak_drifts_only_where_its_slopes_interval_excludes_zero():
                                   .otherwise("verdict"))
     assert any(s.startswith("behind: not every window of the soak was judged kept up")
                for s in (f.text() for f in report._soak_findings(unclear)))
+    assert not any(s.startswith("Not soaked yet") for s in said)
+    stopped = [f.text() for f in report._soak_findings(phases, ["chancy", "absurd"])]
+    assert "Not soaked yet: chancy and absurd. The soak stopped before them; `make report PROFILE=soak` " \
+           "measures only them." in stopped
     from benchlib.studies.pressure import charts
     spec = charts.soak(phases).to_dict()  # the figure says what the findings say, over the same systems
     assert spec["title"]["text"] == "p99 grew beyond doubt in 1 of the 2 systems that kept up in every window"
     assert "over 5 minutes" in spec["description"]
+
+
+def test_a_soak_stopped_part_way_names_the_systems_its_profile_has_not_soaked_yet():
+    """The soak profile is one run per system, each published as it finishes: the report says who is
+    still to come, in the profile's order, and a profile without a soak plans none."""
+    from benchlib import sweeps
+    from benchlib.studies.pressure import report
+    runs = sweeps.load("pressure", "soak")
+    planned = [r["systems"] for r in runs]
+    assert all(len(s) == 1 for s in planned) and len({measure.stem(measure.Params(**r)) for r in runs}) == len(runs)
+    order = [s[0] for s in planned]
+    assert report.unsoaked("soak", order[:2]) == order[2:]
+    assert report.unsoaked("soak", order) == [] == report.unsoaked("standard", [])
+    assert report.unsoaked("no-such-profile", []) == []

@@ -514,8 +514,11 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
 # --- what the runner needs (runner.Study) ---------------------------------------------
 
 def stem(p: Params) -> str:
-    """A soak's run has a stem of its own (a profile may hold both: smoke does)."""
-    return p.backend + ("__soak" if p.pressures == (SOAK,) else "") + (f"__pg{p.pg_major}" if p.pg_major else "")
+    """A soak's run has a stem of its own (a profile may hold both: smoke does); a soak of one
+    system names it, so that a profile of one run per system (`soak`) publishes each system as
+    it finishes and a stopped soak keeps the systems it finished."""
+    soak = "" if p.pressures != (SOAK,) else "__soak" + (f"__{p.systems[0]}" if len(p.systems) == 1 else "")
+    return p.backend + soak + (f"__pg{p.pg_major}" if p.pg_major else "")
 
 
 def backend(p: Params) -> str:

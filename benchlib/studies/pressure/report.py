@@ -1,15 +1,16 @@
 """The pressure study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import altair as alt
 import polars as pl
 
+from benchlib.errors import BenchError
 from benchlib.findings import Finding, Ratio, listed, names, sig
-from benchlib.studies.pressure import analysis, charts
+from benchlib.studies.pressure import analysis, charts, measure
 
 TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon it is back"
 PLACE = 6.5  # after chaos: the other bad day
@@ -23,9 +24,21 @@ def _judged(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return analysis.judged(tables["cells"], tables["phases"])
 
 
-def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
+def unsoaked(profile: str, soaked: Iterable[str]) -> list[str]:
+    """The systems that `profile`'s soak runs name and that have no published soak cell: the soak
+    stopped before them (each system is a run of its own, published as it finishes)."""
+    from benchlib import sweeps  # the profiles know every study: imported when a report is rendered
+    try:
+        runs = sweeps.load(measure.STUDY, profile)
+    except BenchError:
+        return []  # not a profile of this study (a notebook's own data): nothing was planned
+    planned = [s for run in runs if measure.Params(**run).pressures == (analysis.SOAK,) for s in run["systems"]]
+    return [s for s in dict.fromkeys(planned) if s not in set(soaked)]
+
+
+def _soak_findings(phases: pl.DataFrame, missing: list[str] = ()) -> list[Finding]:
     """Drift, said only of the systems whose every window kept up (a backlog that grows makes p99
-    grow for another reason); who fell behind in a minute."""
+    grow for another reason); who fell behind in a minute; who has not been soaked yet."""
     drifts = analysis.drift(phases)
     if not drifts:
         return []
@@ -53,6 +66,9 @@ def _soak_findings(phases: pl.DataFrame) -> list[Finding]:
         out.append(Finding("pressure", "{who}: not every window of the soak was judged kept up (producers short or "
                            "unclear), so no drift is claimed for them.", {"who": names(unjudged)},
                            cells=tuple(f"postgres/{s}" for s in unjudged)))
+    if missing:
+        out.append(Finding("pressure", "Not soaked yet: {who}. The soak stopped before them; `make report "
+                           "PROFILE=soak` measures only them.", {"who": names(list(missing))}))
     return out
 
 
@@ -76,7 +92,9 @@ def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[st
 def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Finding]:
     """Who came back from every pressure and the slowest return; who was not back; what an idle
     transaction did to latency and tables; lost and twice over reconciled jobs."""
-    out = _soak_findings(tables["phases"])
+    soaked = tables["cells"].filter(pl.col("pressure") == analysis.SOAK)
+    missing = unsoaked(manifests[0]["profile"], soaked["system"]) if soaked.height and manifests else []
+    out = _soak_findings(tables["phases"], missing)
     j = _judged(tables)
     summary = analysis.summary(j)
     if not summary:
@@ -137,9 +155,9 @@ def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None
     return "Each system ran the scenario once, so this study measures no run-to-run spread." if rounds == 1 else None
 
 
-def _soak_context(soak: dict[str, pl.DataFrame | None], figure: Callable[[str, alt.TopLevelMixin], Path]
-                  ) -> dict[str, Any] | None:
-    """The soak's part of the page, from its own tables (this profile's, or the `soak` profile's)."""
+def _soak_context(soak: dict[str, pl.DataFrame | None], profile: str,
+                  figure: Callable[[str, alt.TopLevelMixin], Path]) -> dict[str, Any] | None:
+    """The soak's part of the page, from its own tables (`profile`'s: this one's, or `soak`)."""
     phases, cells = soak.get("phases"), soak.get("cells")
     soaked = None if cells is None else cells.filter(pl.col("pressure") == analysis.SOAK)
     if soaked is None or not soaked.height:
@@ -147,7 +165,7 @@ def _soak_context(soak: dict[str, pl.DataFrame | None], figure: Callable[[str, a
     drifts = analysis.drift(phases) if phases is not None else {}
     ran = soaked.filter(pl.col("error").is_null())
     out = {"errors": soaked.filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
-           "table": None}
+           "table": None, "missing": unsoaked(profile, soaked["system"])}
     if drifts:
         out |= {"table": analysis.drift_table(phases).markdown(), "figure": figure("soak_minutes", charts.soak(phases)),
                 "minutes": sig(analysis.soak_minutes(drifts)),
@@ -165,10 +183,11 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     pressing = [m["params"] for m in manifests if analysis.SOAK not in (m["params"].get("pressures") or ())]
     params = pressing[0] if pressing else {}
     waits = (j.filter(pl.col("round") == 0).select("system", "phase", "wait_events").to_dicts())
-    soak = tables if cells.filter(pl.col("pressure") == analysis.SOAK).height else other("soak")
+    own = bool(cells.filter(pl.col("pressure") == analysis.SOAK).height)
+    soak, soak_profile = (tables, manifests[0]["profile"]) if own else (other("soak"), "soak")
     return {
         "pressed": bool(j.height),
-        "soak": _soak_context(soak, figure),
+        "soak": _soak_context(soak, soak_profile, figure),
         "figures": {"pressure_timelines": figure("pressure_timelines", charts.timelines(tables["seconds"], phases, j))}
         if j.height else {},
         "matrix": analysis.matrix(j).markdown(),

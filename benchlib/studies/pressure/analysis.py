@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from benchlib.findings import sig
+from benchlib.palette import system_order
 from benchlib.studies.capacity.measure import slope_interval
 from benchlib.studies.capacity.wording import BUSY
 from benchlib.studies.pressure.measure import SOAK
@@ -216,8 +217,9 @@ def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
     slopes of p99 (ms/min) and of size (MB/min) with their intervals, the peak dead tuples and the
     autovacuum runs over the soak."""
     out: dict[str, dict[str, Any]] = {}
-    for (system,), w in windows(phases).group_by("system", maintain_order=True):
-        rows = w.to_dicts()
+    per_system = {system: w for (system,), w in windows(phases).group_by("system", maintain_order=True)}
+    for system in system_order(per_system):  # the registry's order, as every table and chart has it
+        rows = per_system[system].to_dicts()
         p99 = [r["e2e_p99_ms"] for r in rows if r["e2e_p99_ms"] is not None]
         out[system] = {
             "windows": len(rows), "window_s": rows[0]["seconds"], "kept": sum(r["verdict"] == "pass" for r in rows),

@@ -94,6 +94,18 @@ def relink(markdown: str, start: Path, page_dir: Path) -> str:
     return _LINK.sub(move, markdown)
 
 
+FEATURE_PROFILES = ("standard", "full", "smoke")  # the profiles whose report has the features page
+
+
+def measured(manifests: list[dict]) -> tuple[int, bool]:
+    """How many products the runs measured (a variant, river-fast, counts as its product) and
+    whether any of our reference designs ran: what the front page's first line says. Counted
+    from the runs, not the scorecard, since a profile (soak) may fill no scorecard column."""
+    names = {name for m in manifests for name in m.get("systems", {}) if name in QUEUES}
+    return (len({features.row_of(n) for n in names if features.is_product(n)}),
+            any(not features.is_product(n) for n in names))
+
+
 MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "os", "kernel")  # what names a host (fsync/s is the run's own)
 
 
@@ -251,9 +263,10 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                   "pages": pages.name, "report": out.name}
         findings = [f for s in sections for f in s["findings"]]
         latest = [s["sentences"][0] for s in sections if s["sentences"]][:MAX_LATEST]
+        products, references = measured(manifests)
         text = env.get_template("report.md.j2").render(
-            **shared, sections=sections, cards={k: t.markdown() for k, t in cards.items()},
-            products=len(cards["products"].rows), latest=latest,
+            **shared, sections=sections, cards={k: t.markdown() if t.rows else "" for k, t in cards.items()},
+            products=products, references=references, latest=latest, features_page=profile in FEATURE_PROFILES,
             questions=_answers(findings))
         text = captioned(text, drawn)
         page_texts = {f"{s['name']}.md": captioned(env.get_template("page.md.j2").render(**shared, s=s), drawn)
@@ -261,7 +274,7 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
         page_texts["provenance.md"] = env.get_template("provenance.md.j2").render(
             **shared, manifests=manifests, hosts=hosts, busy=[m for m in manifests if _had_company(m)],
             company=COMPANY, runs=runs_table(manifests, hosts).markdown(), setting_sets=setting_sets(manifests))
-        if profile in ("standard", "full", "smoke"):
+        if profile in FEATURE_PROFILES:
             page_texts["features.md"] = env.get_template("features.md.j2").render(**shared, features=features.markdown())
         pages.mkdir(exist_ok=True)
         for page, body in page_texts.items():

@@ -66,7 +66,7 @@ def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(t
     assert sum(run.seconds["offered"]) == cell["acked"]  # one schedule across the windows: every job on it
     (drift,) = analysis.drift(run.phases).values()
     assert drift["windows"] == 3 and drift["window_s"] == pytest.approx(2, abs=0.1)
-    assert (tmp_path / "pressure" / "smoke" / "postgres__soak.cells.parquet").exists()
+    assert (tmp_path / "pressure" / "smoke" / "postgres__soak__skip_locked.cells.parquet").exists()  # a soak of one system names it
 
 
 INTERRUPTED = textwrap.dedent("""

@@ -122,3 +122,36 @@ def test_the_readme_shows_the_reports_latest_findings():
     block = readme.split(README_BLOCK[0])[1].split(README_BLOCK[1])[0]
     assert block.splitlines() == latest
     assert readme.index(README_BLOCK[0]) < 1200  # on the README's first screen
+
+
+def _front_pages() -> dict[str, str]:
+    from benchlib.outputs import PUBLISHED, for_profile
+
+    return {p: for_profile(p).report.read_text() for p in PUBLISHED if for_profile(p).report.exists()}
+
+
+def test_every_published_front_page_counts_what_it_measured_and_shows_no_empty_table():
+    """A profile that fills no scorecard column (soak) still says what it measured, and shows no
+    table of headings only."""
+    pages = _front_pages()
+    assert "standard" in pages
+    for profile, text in pages.items():
+        count = re.search(r"^(\d+) PostgreSQL job queues?\b", text, re.M)
+        assert count and int(count.group(1)) > 0, profile
+        lines = text.splitlines()
+        empty = [lines[i] for i in range(len(lines) - 2) if lines[i].startswith("|")
+                 and lines[i + 1].startswith("|:") and not lines[i + 2].startswith("|")]
+        assert not empty, (profile, empty)
+
+
+def test_every_link_of_every_published_page_leads_to_a_file_that_exists():
+    from benchlib.outputs import PUBLISHED, for_profile
+
+    reports = [for_profile(p).report for p in PUBLISHED if for_profile(p).report.exists()]
+    files = reports + [p for r in reports for p in sorted(r.with_suffix("").glob("*.md"))]
+    broken = []
+    for page in files:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO_ROOT)} -> {target}")
+    assert not broken, broken

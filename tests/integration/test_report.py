@@ -40,10 +40,13 @@ def test_a_smoke_report_says_first_that_it_supports_no_conclusions(smoke_data, t
     out = report.build("smoke", data_dir=smoke_data, figures_dir=tmp_path / "figures", out=tmp_path / "report.md")
     text = out.read_text()
     assert "short runs support no conclusions" in text.splitlines()[0]
-    # the answers first (findings, pick by need, the scorecards), then a section per study; caveats last
-    assert (text.index("## What the latest run found") < text.index("## The products on PostgreSQL")
-            < text.index("## Pick by need") < text.index("## " + drain.report.TITLE)
+    # the answers first (findings, the scorecards), then a section per study; caveats last. Only
+    # SQLite ran: no PostgreSQL scorecard, and no "Pick by need" whose every answer would be a blank
+    assert (text.index("## What the latest run found") < text.index("## The systems on other backends")
+            < text.index("## " + drain.report.TITLE)
             < text.index("## What this does not measure yet") < text.index("## Words used here"))
+    assert "## The products on PostgreSQL" not in text and "## Pick by need" not in text
+    assert "| sqlite (SQLite) |" in text
     seen = re.sub(r"<!--.*?-->\n?", "", text)  # what a reader sees: not the generated-file comment
     assert seen.index("## What the latest run found") < 10 * 80  # on the first screen, whatever the CPU's name
     assert "No `smoke` results for this study" in text  # the xmin study did not run: said, not hidden

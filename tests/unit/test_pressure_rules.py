@@ -262,6 +262,11 @@ def test_a_soak_drifts_only_where_its_slopes_interval_excludes_zero():
                             "every window: up") for s in said)
     assert "Fell behind during the soak (a window failed the capacity criterion), so no drift is claimed: behind " \
            "(from window 2 of 5)." in said
+    short = frame(rows[:-5] + _soak_phases("behind", [10] * 5, [0] * 5,
+                                          ["pass", "producer-bound", "pass", "producer-bound", "fail"]), measure.PHASES)
+    assert analysis.drift(short)["behind"]["short"] == 2  # windows not judged: our producers' limit, not the system's
+    assert any(s.endswith("so no drift is claimed: behind (from window 5 of 5, our producers short in 2 windows).")
+               for s in (f.text() for f in report._soak_findings(short)))
     unclear = phases.with_columns(verdict=pl.when(pl.col("verdict") == "fail").then(pl.lit("inconclusive"))
                                   .otherwise("verdict"))
     assert any(s.startswith("behind: not every window of the soak was judged kept up")
@@ -288,3 +293,17 @@ def test_a_soak_stopped_part_way_names_the_systems_its_profile_has_not_soaked_ye
     assert report.unsoaked("soak", order[:2]) == order[2:]
     assert report.unsoaked("soak", order) == [] == report.unsoaked("standard", [])
     assert report.unsoaked("no-such-profile", []) == []
+
+
+def test_the_page_explains_pgqrs_from_the_code_of_the_version_we_pin():
+    """The soak's note on pgqrs cites its source at a tag: pinning another pgqrs makes this fail
+    until someone re-reads that version's dequeue and rewrites or drops the note."""
+    import re
+    from pathlib import Path
+
+    import benchlib.studies.pressure as study
+
+    root = Path(study.__file__).resolve().parents[3]
+    pinned = re.search(r"^pgqrs==(\S+)$", (root / "requirements.lock").read_text(), re.M).group(1)
+    cited = set(re.findall(r"vrajat/pgqrs/blob/v([^/]+)/", (Path(study.__file__).parent / "report.md.j2").read_text()))
+    assert cited == {pinned}

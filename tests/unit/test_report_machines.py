@@ -42,3 +42,11 @@ def test_the_header_names_the_machine_of_every_study_it_reports():
                    _manifest("capacity", "postgres", "03c8bd1", kernel="6.18.44-fc-v657")]
     assert report.hardware(report.machines(mixed)) == (
         "AMD EPYC; chaos on Intel Xeon Processor; capacity on another AMD EPYC host")
+
+
+def test_the_first_line_counts_products_from_the_runs_a_variant_as_its_product():
+    """The soak fills no scorecard column, so the count comes from the runs' systems (it said 0)."""
+    runs = [{"systems": {"river-fast": {}, "pgmq": {}}}, {"systems": {"river": {}, "pg-boss-fast": {}}}]
+    assert report.measured(runs) == (3, False)
+    assert report.measured(runs + [{"systems": {"skip_locked": {}}}]) == (3, True)
+    assert report.measured([{"systems": {"rotation": {}}}]) == (0, True)

@@ -212,22 +212,25 @@ def trend(slope: tuple[float, float, float] | None) -> str:
 
 
 def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per soaked system: its windows, how many kept up (the capacity criterion) and the first that
-    fell behind (1-based; None: none did), throughput and p99 in the first and last window, the
-    slopes of p99 (ms/min) and of size (MB/min) with their intervals, the peak dead tuples and the
-    autovacuum runs over the soak."""
+    """Per soaked system: its windows and their mean measured length, how many kept up (the
+    capacity criterion), the first that fell behind (1-based; None: none did), how many our
+    producers fell short in, throughput and p99 in the first and last window, the slopes of p99
+    (ms/min) and of size (MB/min) with their intervals, the peak dead tuples and the autovacuum
+    runs over the soak."""
     out: dict[str, dict[str, Any]] = {}
     per_system = {system: w for (system,), w in windows(phases).group_by("system", maintain_order=True)}
     for system in system_order(per_system):  # the registry's order, as every table and chart has it
         rows = per_system[system].to_dicts()
         p99 = [r["e2e_p99_ms"] for r in rows if r["e2e_p99_ms"] is not None]
+        window_s = sum(r["seconds"] for r in rows) / len(rows)  # each window as long as it measured
         out[system] = {
-            "windows": len(rows), "window_s": rows[0]["seconds"], "kept": sum(r["verdict"] == "pass" for r in rows),
+            "windows": len(rows), "window_s": window_s, "kept": sum(r["verdict"] == "pass" for r in rows),
             "first_fail": next((i + 1 for i, r in enumerate(rows) if r["verdict"] == "fail"), None),
+            "short": sum(r["verdict"] == "producer-bound" for r in rows),  # windows our producers fell short in
             "jobs_s": (rows[0]["completed_jobs_s"], rows[-1]["completed_jobs_s"]),
             "p99_ms": (rows[0]["e2e_p99_ms"], rows[-1]["e2e_p99_ms"]),
-            "p99_slope": _slope(p99, rows[0]["seconds"]) if len(p99) == len(rows) else None,
-            "mb_slope": _slope([r["mb"] for r in rows], rows[0]["seconds"]),
+            "p99_slope": _slope(p99, window_s) if len(p99) == len(rows) else None,
+            "mb_slope": _slope([r["mb"] for r in rows], window_s),
             "mb_end": rows[-1]["mb"],
             "dead_peak": max((r["dead_tup_peak"] for r in rows if r["dead_tup_peak"] is not None), default=None),
             "autovacuums": sum(r["autovacuums"] or 0 for r in rows),

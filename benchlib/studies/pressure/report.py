@@ -11,6 +11,7 @@ import polars as pl
 from benchlib.errors import BenchError
 from benchlib.findings import Finding, Ratio, listed, names, sig
 from benchlib.studies.pressure import analysis, charts, measure
+from benchlib.tables import plural
 
 TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon it is back"
 PLACE = 6.5  # after chaos: the other bad day
@@ -55,11 +56,13 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = ()) -> list[Findin
                                {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
                                interval="one run each, the slope's 95 % interval",
                                cells=tuple(f"postgres/{s}" for s in steady)))
-    fell = [f"{s} (from window {drifts[s]['first_fail']} of {drifts[s]['windows']})" for s in behind
-            if drifts[s]["first_fail"] is not None]
+    fell = [f"{s} (from window {drifts[s]['first_fail']} of {drifts[s]['windows']}"
+            + (f", our producers short in {plural(drifts[s]['short'], 'window')})" if drifts[s]["short"] else ")")
+            for s in behind if drifts[s]["first_fail"] is not None]
     if fell:
         out.append(Finding("pressure", _literal(listed("Fell behind during the soak (a window failed the capacity "
-                                                       "criterion), so no drift is claimed", fell, sep="; ")),
+                                                       "criterion), so no drift is claimed", fell, sep="; ",
+                                                       then="Also fell behind")),
                            cells=tuple(f"postgres/{s}" for s in behind if drifts[s]["first_fail"] is not None)))
     unjudged = [s for s in behind if drifts[s]["first_fail"] is None]
     if unjudged:
@@ -169,9 +172,21 @@ def _soak_context(soak: dict[str, pl.DataFrame | None], profile: str,
     if drifts:
         out |= {"table": analysis.drift_table(phases).markdown(), "figure": figure("soak_minutes", charts.soak(phases)),
                 "minutes": sig(analysis.soak_minutes(drifts)),
+                "behind": [s for s, d in drifts.items() if d["first_fail"] is not None],
                 "window_s": next(iter(drifts.values()))["window_s"],
                 "load": sorted({round(r, 2) for r in (ran["rate_jobs_s"] / ran["reference_jobs_s"]).to_list()})}
     return out
+
+
+def unpriced(ran: Iterable[str], capacity_profile: str) -> list[str]:
+    """The products this run left out because the capacity study quotes no rate for them (PgQ, on
+    PostgreSQL 15 only, is not in it): every rate here is a share of that quote."""
+    from benchlib import features
+    from benchlib.studies.capacity.analysis import quoted
+
+    here = {features.row_of(s) for s in ran}
+    known = {features.row_of(s) for s in quoted(capacity_profile)}
+    return [p for p in features.products() if p not in here and p not in known]
 
 
 def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Callable[[str, alt.TopLevelMixin], Path],
@@ -186,6 +201,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     own = bool(cells.filter(pl.col("pressure") == analysis.SOAK).height)
     soak, soak_profile = (tables, manifests[0]["profile"]) if own else (other("soak"), "soak")
     return {
+        "unpriced": unpriced(cells["system"], params.get("capacity_profile", "standard")),
         "pressed": bool(j.height),
         "soak": _soak_context(soak, soak_profile, figure),
         "figures": {"pressure_timelines": figure("pressure_timelines", charts.timelines(tables["seconds"], phases, j))}

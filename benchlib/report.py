@@ -130,9 +130,11 @@ def hardware(hosts: list[dict]) -> str:
         return re.sub(r"\((R|TM|tm)\)", "", host["machine"]["cpu_model"]).strip()
 
     first = cpu(hosts[0])
+    on_first = {m["study"] for m in hosts[0]["runs"]}
     others = []
-    for h in hosts[1:]:
-        studies = list(dict.fromkeys(m["study"].replace("_", " ") for m in h["runs"]))
+    for h in hosts[1:]:  # a study part of whose runs the first machine measured is "some ... runs"
+        studies = [f"some {s.replace('_', ' ')} runs" if s in on_first else s.replace("_", " ")
+                   for s in dict.fromkeys(m["study"] for m in h["runs"])]
         name = cpu(h)
         others.append(f"{' and '.join(studies)} on {name if name != first else 'another ' + name + ' host'}")
     return "; ".join([first, *others])
@@ -242,8 +244,9 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
 
             ctx = study.report.context(tables, found, figure, other)
             manifests += found
-            key = next((p for p in drawn if Path(p).stem == study.report.KEY_CHART
-                        and Path(p).parent.parent.name == name), None)
+            keys = (study.report.KEY_CHART,) if isinstance(study.report.KEY_CHART, str) else study.report.KEY_CHART
+            key = next((p for k in keys for p in drawn if Path(p).stem == k and Path(p).parent.parent.name == name),
+                       None)  # the first of its key charts this profile drew
             sections.append({**section, "body": env.get_template(f"{name}/report.md.j2").render(s=ctx),
                              "findings": study.report.findings(tables, found),
                              "spread": study.report.spread(tables, found), "key": key,

@@ -42,6 +42,10 @@ def test_the_header_names_the_machine_of_every_study_it_reports():
                    _manifest("capacity", "postgres", "03c8bd1", kernel="6.18.44-fc-v657")]
     assert report.hardware(report.machines(mixed)) == (
         "AMD EPYC; chaos on Intel Xeon Processor; capacity on another AMD EPYC host")
+    # the soak: a run per system, published over sessions on two hosts of one CPU model
+    soak = [_manifest("pressure", "postgres__soak__pgmq", "9c7d371"),
+            _manifest("pressure", "postgres__soak__awa", "865fede", kernel="6.18.44-fc-v657")]
+    assert report.hardware(report.machines(soak)) == "AMD EPYC; some pressure runs on another AMD EPYC host"
 
 
 def test_the_first_line_counts_products_from_the_runs_a_variant_as_its_product():

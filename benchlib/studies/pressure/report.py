@@ -17,7 +17,7 @@ TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon
 PLACE = 6.5  # after chaos: the other bad day
 QUESTION = ("Which systems keep up while a transaction holds VACUUM back, readers scan their tables, or load "
             "spikes, and how soon are they back?")
-KEY_CHART = "pressure_timelines"
+KEY_CHART = ("pressure_timelines", "soak_minutes")  # the soak profile draws only the second
 COLUMN = "pressures: held, back"
 
 

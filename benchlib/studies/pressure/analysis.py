@@ -39,6 +39,9 @@ from benchlib.workload.scenario import PRESSURES
 
 LABEL = {"hold": "held back by", "overload": "overload", "burst": "bursts"}
 NOT_BACK = "not back"
+# a clean phase that did not keep up, in the words of a phase's verdict (worst first): nothing of
+# its cell is judged, and the reader is told why, not told "fell behind" for an unclear phase
+CLEAN_MISSED = {"fail": "fell behind", "producer-bound": "producers short", "inconclusive": "unclear"}
 VACUUMED = "vacuumed"
 
 
@@ -97,6 +100,11 @@ def enqueue_slowed(r: dict[str, Any]) -> bool:
             and r["completed_jobs_s"] <= r["clean_jobs_s"])
 
 
+def clean_missed(verdict: str | None) -> str:
+    """Why a clean phase did not keep up, in words ('fell behind', 'unclear', 'producers short')."""
+    return CLEAN_MISSED.get(verdict or "", "not measured")
+
+
 def short(r: dict[str, Any]) -> bool:
     """Our producers fell short (not the system's enqueue): the pressure is not judged."""
     return r["verdict"] == "producer-bound" and not enqueue_slowed(r)
@@ -106,7 +114,7 @@ def cell_text(r: dict[str, Any]) -> str:
     """One pressure of one system, in words: 'held, back in 1 s' / 'fell behind, back in 12 s' /
     'fell behind, not back in 20 s' / 'enqueue slowed, ...' / 'producers short, ...'."""
     if not r["clean_ok"]:
-        return "clean fell behind"
+        return f"clean {clean_missed(r['clean_verdict'])}"
     if enqueue_slowed(r):
         head = "enqueue slowed"
     elif r["verdict"] == "producer-bound":
@@ -142,7 +150,8 @@ def matrix(j: pl.DataFrame) -> Table:
 
 def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """Per system (round 0): pressures judged, held, back, the slowest return (None: one not back);
-    `clean_ok`: the clean phase kept up in every cell."""
+    `clean_ok`: the clean phase kept up in every cell; `clean_missed`: in how many cells it did not,
+    by why ({'fell behind': 3, 'unclear': 1})."""
     out: dict[str, dict[str, Any]] = {}
     for system, part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
         rows = part.to_dicts()
@@ -150,7 +159,10 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
         back = [r["recovered_s"] for r in judged_rows if r["recovered_s"] is not None]
         out[system[0]] = {
             "clean_ok": all(r["clean_ok"] for r in rows), "cells": len(rows),
-            "clean_behind": sum(not r["clean_ok"] for r in rows), "judged": len(judged_rows),
+            "clean_missed": {word: n for word in CLEAN_MISSED.values()  # worst first, as CLEAN_MISSED has them
+                             if (n := sum(not r["clean_ok"] and clean_missed(r["clean_verdict"]) == word
+                                          for r in rows))},
+            "judged": len(judged_rows),
             "held": sum(r["verdict"] == "pass" for r in judged_rows), "back": len(back),
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],

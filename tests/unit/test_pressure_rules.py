@@ -334,10 +334,12 @@ def test_the_page_explains_pgqrs_from_the_code_of_the_version_we_pin():
 def test_rates_quoted_on_another_machine_are_said_to_be_nominal():
     """The published run's 70 % was of capacities measured on another host; a rerun on a third host
     (2026-12-06) judged three systems back that the published run had not back."""
-    from benchlib.studies.pressure import report
+    from benchlib.studies.capacity.analysis import quoted_elsewhere
 
-    def run(kernel: str) -> dict:
-        return {"machine": {"cpu_model": "AMD EPYC", "cores": 2, "ram_gib": 23.5, "os": "Debian", "kernel": kernel}}
-    assert not report.quoted_elsewhere([run("v595")], [run("v595")])
-    assert report.quoted_elsewhere([run("v595"), run("v1272")], [run("v595")])
-    assert not report.quoted_elsewhere([run("v1272")], [])  # no capacity run published: nothing to compare
+    def run(kernel: str, **params) -> dict:
+        return {"machine": {"cpu_model": "AMD EPYC", "cores": 2, "ram_gib": 23.5, "os": "Debian", "kernel": kernel},
+                "params": {"capacity_profile": "standard", "load": 0.7, **params}}
+    assert not quoted_elsewhere([run("v595")], [run("v595")])
+    assert quoted_elsewhere([run("v595"), run("v1272")], [run("v595")])
+    assert not quoted_elsewhere([run("v1272")], [])  # no capacity run published: nothing to compare
+    assert not quoted_elsewhere([run("v1272", reference_jobs_s=100)], [run("v595")])  # a rate of its own

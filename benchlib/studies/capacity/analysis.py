@@ -14,6 +14,7 @@ import polars as pl
 from benchlib.charts import BACKENDS
 from benchlib.compare import Rule
 from benchlib.errors import BenchError
+from benchlib.findings import Finding, sig
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.measure import WARMUP
 from benchlib.studies.capacity.wording import LOOKED, producers_held
@@ -190,6 +191,42 @@ def quoted(profile: str) -> dict[str, tuple[float, int | None]]:
     if not b.height:
         return {}
     return {r["system"]: (float(r["kept"]), r["batch"]) for r in b.iter_rows(named=True) if r["kept"]}
+
+
+def quoted_elsewhere(runs: list[dict], quoted_by: list[dict] | None = None) -> bool:
+    """Whether a study that runs each system at a share of these quotes (chaos, pressure) ran on
+    another machine than the capacity run that quoted them (`quoted_by`: its manifests; None: the
+    published run of the profile `runs` took their quotes from). Then its "70 %" is nominal: a
+    slower machine leaves less room. A rerun on another host (2026-12-06) judged skip_locked, pgmq
+    and pgqrs back within 3 s after an idle transaction the published pressure run had them not
+    back from. A run with a reference rate of its own is no share of a quote."""
+    from benchlib import outputs
+    from benchlib.report import MACHINE_KEYS
+    from benchlib.results import load_profile
+
+    shares = [m for m in runs if m["params"].get("reference_jobs_s") is None]
+    if not shares:
+        return False
+    if quoted_by is None:
+        profile = shares[0]["params"].get("capacity_profile") or "standard"
+        _, quoted_by = load_profile(outputs.for_profile(profile).data_dir, "capacity", profile, "results",
+                                    stem="postgres")
+
+    def machine(m: dict) -> tuple:
+        return tuple(m["machine"].get(k) for k in MACHINE_KEYS)
+
+    theirs = {machine(m) for m in quoted_by}
+    return bool(theirs) and any(machine(m) not in theirs for m in shares)
+
+
+def nominal(study: str, runs: list[dict]) -> list[Finding]:
+    """The finding that a study's shares of capacity are nominal on this machine, if they are."""
+    if not quoted_elsewhere(runs):
+        return []
+    load = sorted({m["params"].get("load") for m in runs if m["params"].get("load")})
+    share = f"{sig(load[0] * 100)} %" if len(load) == 1 else "each share"
+    return [Finding(study, "These rates are shares of capacities the capacity study measured on another machine, "
+                    f"so {share} is nominal here, and a run on another machine can judge differently.")]
 
 
 def references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:

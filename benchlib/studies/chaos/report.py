@@ -9,6 +9,7 @@ import altair as alt
 import polars as pl
 
 from benchlib.findings import Finding, names
+from benchlib.studies.capacity.analysis import nominal
 from benchlib.studies.chaos import analysis, charts
 
 TITLE = "Chaos: what each system does when a worker, its connections or its server break"
@@ -81,7 +82,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            "leases and heartbeats promise.",
                            {"who": names(list(twice)), "n": sum(r["duplicates"] for r in twice.values())},
                            cells=tuple(f"postgres/{s}" for s in twice)))
-    return out
+    return out + nominal("chaos", manifests)
 
 
 def _noun(fault: str) -> str:

@@ -10,6 +10,7 @@ import polars as pl
 
 from benchlib.errors import BenchError
 from benchlib.findings import Finding, Ratio, listed, names, sig
+from benchlib.studies.capacity.analysis import nominal
 from benchlib.studies.pressure import analysis, charts, measure
 from benchlib.tables import plural
 
@@ -107,7 +108,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     j = _judged(tables)
     summary = analysis.summary(j)
     if not summary:
-        return out + _accounting(tables["cells"]) + _nominal(manifests)
+        return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
     clean = {s: r for s, r in summary.items() if r["clean_ok"]}
     every = [s for s, r in clean.items() if r["judged"] and r["back"] == r["judged"]]
     slowest = max((clean[s]["slowest"] for s in every), default=None)
@@ -135,44 +136,12 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                             "m": Ratio(float(idle["p99_ratio"].median()))},
                            interval="one run per system, the held phase against the clean one",
                            cells=tuple(f"postgres/{s}" for s in idle["system"])))
-    return out + _accounting(tables["cells"]) + _nominal(manifests)
+    return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
 
 
 def _literal(text: str) -> str:
     """A sentence made already, as a Finding's template (its braces escaped)."""
     return text.replace("{", "{{").replace("}", "}}")
-
-
-def quoted_elsewhere(manifests: list[dict], quoted_by: list[dict]) -> bool:
-    """Whether a run of this study ran on another machine than the capacity run its rates are shares
-    of (`quoted_by`, that run's manifests). Then "70 %" is nominal: on a slower machine it leaves
-    less room. A rerun on another host (2026-12-06) judged skip_locked, pgmq and pgqrs back within
-    3 s after an idle transaction the published run had them not back from."""
-    from benchlib.report import MACHINE_KEYS
-
-    def machine(m: dict) -> tuple:
-        return tuple(m["machine"].get(k) for k in MACHINE_KEYS)
-
-    theirs = {machine(m) for m in quoted_by}
-    return bool(theirs) and any(machine(m) not in theirs for m in manifests)
-
-
-def _capacity_runs(manifests: list[dict]) -> list[dict]:
-    """The manifests of the capacity run this study's rates are shares of (its published files)."""
-    from benchlib import outputs
-    from benchlib.results import load_profile
-
-    profile = next((m["params"].get("capacity_profile") for m in manifests), None) or "standard"
-    _, found = load_profile(outputs.for_profile(profile).data_dir, "capacity", profile, "results", stem="postgres")
-    return found or []
-
-
-def _nominal(manifests: list[dict]) -> list[Finding]:
-    shares = [m for m in manifests if m["params"].get("reference_jobs_s") is None]  # else a rate of its own
-    if not shares or not quoted_elsewhere(shares, _capacity_runs(shares)):
-        return []
-    return [Finding("pressure", "These rates are shares of capacities the capacity study measured on another "
-                    "machine, so 70 % is nominal here, and a run on another machine can judge differently.")]
 
 
 def _accounting(cells: pl.DataFrame) -> list[Finding]:

@@ -343,3 +343,13 @@ def test_rates_quoted_on_another_machine_are_said_to_be_nominal():
     assert quoted_elsewhere([run("v595"), run("v1272")], [run("v595")])
     assert not quoted_elsewhere([run("v1272")], [])  # no capacity run published: nothing to compare
     assert not quoted_elsewhere([run("v1272", reference_jobs_s=100)], [run("v595")])  # a rate of its own
+
+
+def test_a_cell_without_a_clean_phase_row_is_not_measured_there_and_breaks_no_sentence():
+    j = pl.DataFrame({"system": ["a"], "round": [0], "clean_ok": [None], "clean_verdict": [None], "verdict": ["pass"],
+                      "recovered_s": [1.0], "lost": [0], "unfinished": [0], "duplicates": [0]},
+                     schema_overrides={"clean_ok": pl.Boolean, "clean_verdict": pl.String})
+    (r,) = analysis.summary(j).values()
+    assert not r["clean_ok"] and r["clean_missed"] == {"not measured": 1}
+    from benchlib.studies.pressure import report
+    assert report._missed(r) == "not measured in 1 of 1 cells"

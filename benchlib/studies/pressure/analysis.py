@@ -41,7 +41,8 @@ LABEL = {"hold": "held back by", "overload": "overload", "burst": "bursts"}
 NOT_BACK = "not back"
 # a clean phase that did not keep up, in the words of a phase's verdict (worst first): nothing of
 # its cell is judged, and the reader is told why, not told "fell behind" for an unclear phase
-CLEAN_MISSED = {"fail": "fell behind", "producer-bound": "producers short", "inconclusive": "unclear"}
+CLEAN_MISSED = {"fail": "fell behind", "producer-bound": "producers short", "inconclusive": "unclear",
+                None: "not measured"}  # a cell with no clean phase row
 VACUUMED = "vacuumed"
 
 
@@ -102,7 +103,7 @@ def enqueue_slowed(r: dict[str, Any]) -> bool:
 
 def clean_missed(verdict: str | None) -> str:
     """Why a clean phase did not keep up, in words ('fell behind', 'unclear', 'producers short')."""
-    return CLEAN_MISSED.get(verdict or "", "not measured")
+    return CLEAN_MISSED.get(verdict, CLEAN_MISSED[None])
 
 
 def short(r: dict[str, Any]) -> bool:

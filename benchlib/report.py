@@ -25,6 +25,7 @@ from benchlib.findings import QUESTIONS
 from benchlib.results import load_profile, run_minutes, write_text
 from benchlib.queues import QUEUES
 from benchlib.studies import STUDIES
+from benchlib.studies.capacity.analysis import NOMINAL_LEAD
 from benchlib.tables import Table, fmt, plural
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -247,8 +248,10 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
             keys = (study.report.KEY_CHART,) if isinstance(study.report.KEY_CHART, str) else study.report.KEY_CHART
             key = next((p for k in keys for p in drawn if Path(p).stem == k and Path(p).parent.parent.name == name),
                        None)  # the first of its key charts this profile drew
+            found_here = study.report.findings(tables, found)
             sections.append({**section, "body": env.get_template(f"{name}/report.md.j2").render(s=ctx),
-                             "findings": study.report.findings(tables, found),
+                             "findings": found_here,
+                             "nominal": any(f.claim.startswith(NOMINAL_LEAD) for f in found_here),
                              "spread": study.report.spread(tables, found), "key": key,
                              "scorecard": study.report.scorecard(tables, found)})
         if not manifests:

@@ -155,3 +155,15 @@ def test_every_link_of_every_published_page_leads_to_a_file_that_exists():
             if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(REPO_ROOT)} -> {target}")
     assert not broken, broken
+
+
+def test_a_scorecard_column_measured_at_nominal_shares_says_so_beside_the_scorecard():
+    """2026-12-06: a rerun of the pressure study on another host changed 29 of its 44 cell verdicts;
+    its column sat in the scorecard with no word that its 70 % was of another machine's capacity."""
+    text = _report()
+    board = text[:text.index("## Pick by need") if "## Pick by need" in text else len(text)]
+    for name in ("chaos", "pressure"):
+        section = text[text.index("## " + STUDIES[name].report.TITLE):]
+        section = section[:section.index("\n## ")]
+        if "is nominal here" in section:
+            assert re.search(rf"\b{name}\b[^.]*ran at shares of these capacities on another machine", board, re.I), name

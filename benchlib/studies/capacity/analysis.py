@@ -219,14 +219,17 @@ def quoted_elsewhere(runs: list[dict], quoted_by: list[dict] | None = None) -> b
     return bool(theirs) and any(machine(m) not in theirs for m in shares)
 
 
+NOMINAL_LEAD = "These rates are shares of capacities the capacity study measured on another machine"
+
+
 def nominal(study: str, runs: list[dict]) -> list[Finding]:
     """The finding that a study's shares of capacity are nominal on this machine, if they are."""
     if not quoted_elsewhere(runs):
         return []
     load = sorted({m["params"].get("load") for m in runs if m["params"].get("load")})
     share = f"{sig(load[0] * 100)} %" if len(load) == 1 else "each share"
-    return [Finding(study, "These rates are shares of capacities the capacity study measured on another machine, "
-                    f"so {share} is nominal here, and a run on another machine can judge differently.")]
+    return [Finding(study, f"{NOMINAL_LEAD}, so {share} is nominal here, and a run on another machine can judge "
+                    "differently.")]
 
 
 def references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:

@@ -137,8 +137,8 @@ def test_the_report_says_in_how_many_cells_the_clean_phase_kept_up_and_what_was_
     assert not summary["clean_ok"] and (summary["cells"], summary["clean_missed"]) == (2, {"fell behind": 1})
     from benchlib.studies.pressure import report
     said = [f.text() for f in report.findings({"cells": cells, "phases": pl.concat([phases, bursts])}, [])]
-    assert "clean phase not keeping up at 70 % of the capacity the capacity study quotes: a (fell behind in 1 of 2 " \
-           "cells)." in " ".join(said)
+    assert "clean phase not keeping up at 70 % of the quoted capacity: a (fell behind in 1 of 2 cells)." \
+        in " ".join(said)
     assert "Unchecked, their drain unfinished: a (40 jobs left)." in " ".join(said)  # the cell's, not its phases'
 
 

@@ -122,8 +122,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            cells=tuple(f"postgres/{s}" for s, r in clean.items() if r["not_back"])))
     before = {s: r for s, r in summary.items() if not r["clean_ok"]}
     if before:
-        out.append(Finding("pressure", "Not judged, their clean phase not keeping up at 70 % of the capacity "
-                           "the capacity study quotes: {who}.",
+        out.append(Finding("pressure", "Not judged, their clean phase not keeping up at 70 % of the quoted capacity: "
+                           "{who}.",
                            {"who": names([f"{s} ({_missed(r)})" for s, r in before.items()])},
                            cells=tuple(f"postgres/{s}" for s in before)))
     idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")

@@ -33,16 +33,28 @@ def _cmdline(proc: psutil.Process) -> str:
         return ""
 
 
-def postgres_under(pid: int) -> list[psutil.Process]:
-    """The PostgreSQL processes among `pid`'s descendants now (none once `pid` has ended)."""
+def _by_server(pid: int, server: bool) -> list[psutil.Process]:
+    """`pid`'s descendants now that are (or are not) PostgreSQL processes; one that ended while we
+    looked is neither."""
     found = []
     for child in _descendants(pid):
         try:
-            if child.name() == "postgres":
+            if (child.name() == "postgres") == server:
                 found.append(child)
-        except psutil.NoSuchProcess:  # ended while we looked: not a server any more
+        except psutil.NoSuchProcess:
             pass
     return found
+
+
+def postgres_under(pid: int) -> list[psutil.Process]:
+    """The PostgreSQL processes among `pid`'s descendants now (none once `pid` has ended)."""
+    return _by_server(pid, True)
+
+
+def others_under(pid: int) -> list[psutil.Process]:
+    """`pid`'s descendants but a server's: a shared server's autovacuum workers and backends come
+    and go, so a test that looks for what it left behind looks past them."""
+    return _by_server(pid, False)
 
 
 def server_under(pid: int) -> psutil.Process | None:

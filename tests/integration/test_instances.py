@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
-import psutil
 import pytest
 
 from benchlib import queues
@@ -20,6 +20,7 @@ from benchlib.workload import drivers
 from benchlib.workload.consumers import InProcess
 from benchlib.workload.ledger import Ledger
 from benchlib.workload.pacing import payload
+from tests.integration.processes import others_under
 
 pytestmark = pytest.mark.integration
 
@@ -27,15 +28,7 @@ JOBS = 300
 
 
 def _children() -> set[int]:
-    """Our descendants but the shared server's: its autovacuum workers and backends come and go."""
-    ours = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.name() != "postgres":
-                ours.add(child.pid)
-        except psutil.NoSuchProcess:  # ended while we looked
-            pass
-    return ours
+    return {p.pid for p in others_under(os.getpid())}
 
 
 @pytest.mark.parametrize("name, settings", [("procrastinate", {}), ("river", {"fetch_cooldown_ms": 2})])

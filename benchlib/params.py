@@ -52,6 +52,13 @@ def non_negative_float(name: str, value: Any) -> float:
     return number
 
 
+def boolean(name: str, value: Any) -> bool:
+    """true or false, as YAML and Python write them (a string "false" is not taken for true)."""
+    if not isinstance(value, bool):
+        raise BenchError(f"{name} must be true or false, got {shown(value)}")
+    return value
+
+
 MAX_AXIS = 64  # values on one sweep axis: every one is a cell, and a cell takes seconds to minutes
 
 

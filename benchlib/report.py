@@ -240,8 +240,10 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
                 return rel
 
             def other(other_profile: str, study_name: str = name) -> dict:
-                return {t: load_profile(data_dir, study_name, other_profile, t)[0]
-                        for t in _reported(STUDIES[study_name].measure)}
+                theirs = {t: load_profile(data_dir, study_name, other_profile, t)[0]
+                          for t in _reported(STUDIES[study_name].measure)}
+                upgraded = getattr(STUDIES[study_name].analysis, "upgrade", None)
+                return upgraded(theirs) if upgraded is not None else theirs
 
             ctx = study.report.context(tables, found, figure, other)
             manifests += found

@@ -5,6 +5,7 @@ each phase judged, its database dropped; and an interrupted run leaves nothing r
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -34,7 +35,8 @@ TINY = [{"name": "warmup", "kind": "warmup", "seconds": 1},
 
 @pytest.mark.parametrize("system", ["skip_locked", "awa", "reference_adapter"])
 def test_a_tiny_cell_per_kind_of_system_counts_every_job_and_judges_every_phase(tmp_path, system):
-    params = pressure.Params(systems=[system], reference_jobs_s=40, load=1, consumers=2, producers=1, scenario=TINY)
+    params = pressure.Params(systems=[system], reference_jobs_s=40, load=1, consumers=2, producers=1, scenario=TINY,
+                             calibrate=False)
     run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
     cells = run.cells.to_dicts()
     assert [c["pressure"] for c in cells] == ["idle_tx", "readers", "overload", "bursts"]  # a cell each
@@ -56,7 +58,7 @@ def test_a_tiny_cell_per_kind_of_system_counts_every_job_and_judges_every_phase(
 def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(tmp_path):
     windows = [{"name": f"w{i}", "kind": "load", "seconds": 2} for i in (1, 2, 3)]
     params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
-                             scenario=[TINY[0], *windows, TINY[-1]])
+                             scenario=[TINY[0], *windows, TINY[-1]], calibrate=False)
     run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
     (cell,) = run.cells.to_dicts()
     assert cell["pressure"] == "soak" and cell["error"] is None and cell["drained"]
@@ -69,10 +71,30 @@ def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(t
     assert (tmp_path / "pressure" / "smoke" / "postgres__soak__skip_locked.cells.parquet").exists()  # a soak of one system names it
 
 
+def test_a_calibrated_run_confirms_the_reference_with_a_capacity_step_once_and_keeps_statistics(tmp_path):
+    """The reference held here in one capacity step (a rate far below what skip_locked holds), run
+    once for the system's two cells; each cell's statistics keeper ran ANALYZE; nothing of the
+    calibration's database is left."""
+    params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
+                             scenario=TINY, pressures=("idle_tx", "overload"), calibration_s=5)
+    run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
+    cells = run.cells.to_dicts()
+    assert [c["error"] for c in cells] == [None, None]
+    (steps,) = {c["calibration"] for c in cells}  # one calibration for both cells
+    steps = json.loads(steps)
+    assert [s["rate"] for s in steps] == [40] and steps[0]["verdict"] == "pass", steps
+    assert all(c["quoted_jobs_s"] == c["reference_jobs_s"] == 40 == c["rate_jobs_s"] for c in cells)
+    assert all(c["lost"] == 0 and c["duplicates"] == 0 for c in cells)
+    assert run.phases["analyzes"].sum() >= 2  # autovacuum's rule applied every 5 s in each cell
+    assert set(run.phases["rate_jobs_s"]) == {40.0}
+    assert analysis.calibrations(run.cells).rows[0]["calibration"] == "the quote held"
+
+
 INTERRUPTED = textwrap.dedent("""
     import asyncio, tempfile
     from benchlib.studies import pressure
     params = pressure.Params(systems=["procrastinate"], reference_jobs_s=20, load=1, consumers=2, producers=1,
+                             calibrate=False,
                              scenario=[{"name": "warmup", "kind": "warmup", "seconds": 1},
                                        {"name": "clean", "kind": "load", "seconds": 2},
                                        {"name": "readers", "kind": "hold", "seconds": 120, "holder": "active_readers"},

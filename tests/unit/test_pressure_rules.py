@@ -343,6 +343,62 @@ def test_rates_quoted_on_another_machine_are_said_to_be_nominal():
     assert quoted_elsewhere([run("v595"), run("v1272")], [run("v595")])
     assert not quoted_elsewhere([run("v1272")], [])  # no capacity run published: nothing to compare
     assert not quoted_elsewhere([run("v1272", reference_jobs_s=100)], [run("v595")])  # a rate of its own
+    assert not quoted_elsewhere([run("v1272", calibrate=True)], [run("v595")])  # shares of what held on its host
+    assert quoted_elsewhere([run("v1272", calibrate=True), run("v1272", calibrate=False)], [run("v595")])
+
+
+def _ladder(quote: float, verdicts: list[str]) -> list[dict]:
+    """The calibration's steps where the host answers each step with the next of `verdicts`."""
+    from benchlib.studies.pressure import calibration
+
+    steps: list[dict] = []
+    while (rate := calibration.next_rate(quote, steps)) is not None:
+        steps.append({"rate": rate, "verdict": verdicts[len(steps)]})
+    return steps
+
+
+def test_a_calibration_keeps_a_quote_that_holds_and_steps_down_by_1_1_until_one_does():
+    from benchlib.studies.pressure import calibration
+
+    assert [s["rate"] for s in _ladder(1000, ["pass"])] == [1000]
+    # a failed step at the quote runs once more (a cold first step), a failed rung below it does not
+    steps = _ladder(1000, ["fail", "fail", "fail", "pass"])
+    assert [round(s["rate"]) for s in steps] == [1000, 1000, 909, 826]
+    assert calibration.held(steps) == pytest.approx(1000 / 1.1 ** 2)
+    assert calibration.words(1000, steps) == "held at 1 / 1.1^2 of the quote (4 steps)"
+    assert calibration.held(_ladder(1000, ["fail", "pass"])) == 1000  # the cold quote, then held
+    # an inconclusive step runs once more on any rung
+    assert [round(s["rate"]) for s in _ladder(1000, ["fail", "fail", "inconclusive", "pass"])] == [1000, 1000, 909, 909]
+    # nothing held: at most STEPS_DOWN rungs below the quote, and the reference is none
+    none = _ladder(1000, ["fail"] * 20)
+    assert len(none) == 2 + calibration.STEPS_DOWN and calibration.held(none) is None
+    assert round(none[-1]["rate"]) == round(1000 / 1.1 ** calibration.STEPS_DOWN)
+    assert calibration.words(1000, none).startswith("nothing down to 1 / 1.1^4 of the quote held")
+
+
+def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_one_shows_what_held():
+    cells = pl.DataFrame({"system": ["pgmq", "skip_locked"], "pressure": ["idle_tx"] * 2, "round": [0, 0]})
+    up = analysis.upgrade({"cells": cells, "phases": pl.DataFrame({"system": ["pgmq"]})})
+    assert up["cells"]["calibration"].is_null().all() and up["phases"]["analyzes"].is_null().all()
+    assert analysis.calibrations(up["cells"]).rows == []  # none calibrated: no table
+    steps = '[{"rate": 1000.0, "verdict": "fail"}, {"rate": 1000.0, "verdict": "fail"}, {"rate": 909.09, "verdict": "pass"}]'
+    cal = pl.DataFrame({"system": ["skip_locked", "pgmq"], "calibration": ['[{"rate": 500.0, "verdict": "pass"}]', steps],
+                        "quoted_jobs_s": [500.0, 1000.0], "reference_jobs_s": [500.0, 909.09],
+                        "rate_jobs_s": [350.0, 636.4], "pressure": ["idle_tx"] * 2})
+    rows = analysis.calibrations(cal).rows
+    assert [r["system"] for r in rows] == ["skip_locked", "pgmq"]  # the registry's order
+    assert rows[1]["calibration"] == "held at 1 / 1.1 of the quote (3 steps)" and rows[0]["calibration"] == "the quote held"
+    from benchlib.studies.pressure import report
+    (said,) = report._calibration(cal)
+    assert said.text() == ("On this host, 1 of 2 systems held their quoted capacity in one capacity step; the rest "
+                           "held the share given: pgmq (91 %).")
+
+
+def test_a_calibration_that_is_not_true_or_false_or_too_short_is_refused_before_any_server():
+    with pytest.raises(BenchError, match="calibrate must be true or false"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibrate="false")
+    with pytest.raises(BenchError, match="calibration_s must be >= 5"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=2)
 
 
 def test_a_cell_without_a_clean_phase_row_is_not_measured_there_and_breaks_no_sentence():

@@ -199,12 +199,13 @@ def quoted_elsewhere(runs: list[dict], quoted_by: list[dict] | None = None) -> b
     published run of the profile `runs` took their quotes from). Then its "70 %" is nominal: a
     slower machine leaves less room. A rerun on another host (2026-12-06) judged skip_locked, pgmq
     and pgqrs back within 3 s after an idle transaction the published pressure run had them not
-    back from. A run with a reference rate of its own is no share of a quote."""
+    back from. A run with a reference rate of its own is no share of a quote, and a run that
+    calibrated (the pressure study's `calibrate`) took its shares of what held on its own host."""
     from benchlib import outputs
     from benchlib.report import MACHINE_KEYS
     from benchlib.results import load_profile
 
-    shares = [m for m in runs if m["params"].get("reference_jobs_s") is None]
+    shares = [m for m in runs if m["params"].get("reference_jobs_s") is None and not m["params"].get("calibrate")]
     if not shares:
         return False
     if quoted_by is None:

@@ -9,7 +9,7 @@ criterion (hardbyte's), where several peaks are the system's own settings. Here
 
 A **step** at rate r, on fresh state (the system installed anew, VACUUM ANALYZE,
 CHECKPOINT; on PostgreSQL planner statistics then kept as autovacuum keeps them in a queue
-that runs for good, see _keep_statistics: a step's plans made on an empty or a half-second-old
+that runs for good, see keep_statistics: a step's plans made on an empty or a half-second-old
 table's statistics measured the plan, not the queue):
 open-loop producers (workload/pacing.py: every job has an intended instant;
 latency is measured from it), by default in a process of their own (workload/producers.py: a worker
@@ -103,6 +103,7 @@ OVER = 1.1  # the confirmation: 1.1 x the last pass must fail
 EARLY_END_S = 5  # a window whose backlog is past its limit ends after at least this many seconds
 OVERFLOW = 1.1  # ... and past it by this margin (the live count is read a moment after the second)
 LOOKS_ALPHA = 0.01  # a long hold's looks at its slope: the chance, over all of them, of ending one at the limit
+MIN_WINDOW_S = 5.0  # a window's slope needs points at 1 s resolution
 ANALYZE_AFTER_S = 0.5  # PostgreSQL: the first ANALYZE, this far into the warm-up (at most half of it)
 STATEMENTS = "pg_stat_statements"
 SQL = sql.beside(__file__)
@@ -139,7 +140,7 @@ class Params:
     repeat: str = "confirmation"  # what a later round repeats: the confirmation, or the whole search
     pickup_rate: float = 10.0  # jobs/s of the low-rate step (0: none)
     pickup_s: float = 5.0
-    naptime_s: float = 5.0  # PostgreSQL: how often a step applies autovacuum's ANALYZE rule (_keep_statistics)
+    naptime_s: float = 5.0  # PostgreSQL: how often a step applies autovacuum's ANALYZE rule (keep_statistics)
     pgbench_s: float = 5.0  # the pgbench backlog: this many seconds of the bracket's lower end (0: no pgbench)
     settings: dict[str, str] = field(default_factory=dict)
     pg_major: int | None = None
@@ -174,8 +175,8 @@ class Params:
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
-        if fixed["window_s"] < 5:
-            raise BenchError(f"window_s must be >= 5 (a slope needs points at 1 s resolution), "
+        if fixed["window_s"] < MIN_WINDOW_S:
+            raise BenchError(f"window_s must be >= {MIN_WINDOW_S:g} (a slope needs points at 1 s resolution), "
                              f"got {fixed['window_s']:g}")
         if fixed["window_s"] < fixed["warmup_s"]:
             raise BenchError(f"window_s ({fixed['window_s']:g}) is shorter than warmup_s ({fixed['warmup_s']:g}): "
@@ -480,7 +481,7 @@ async def run_step(target: Any, system: Any, consumers: int, batch: int | None, 
         if postgres:
             keeper_conn = await sampler.connect(target)
             conns.append(keeper_conn)
-            tasks.append(asyncio.create_task(_keep_statistics(keeper_conn, min(ANALYZE_AFTER_S, warmup_s / 2),
+            tasks.append(asyncio.create_task(keep_statistics(keeper_conn, min(ANALYZE_AFTER_S, warmup_s / 2),
                                                               p.naptime_s, consumers_of.stop, analyzed)))
         async with _census(target, postgres) as census:
             await asyncio.sleep(max(0.0, (start + int(warmup_s * 1e9) - now_ns()) / 1e9))
@@ -583,7 +584,7 @@ class _ApartCpu:
         return out
 
 
-async def _keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: asyncio.Event,
+async def keep_statistics(conn: Any, first_s: float, naptime_s: float, stop: asyncio.Event,
                            analyzed: list[int]) -> None:
     """Planner statistics kept as autovacuum keeps them in a queue that runs for good.
 

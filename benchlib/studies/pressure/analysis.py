@@ -33,7 +33,8 @@ from benchlib.findings import sig
 from benchlib.palette import system_order
 from benchlib.studies.capacity.measure import slope_interval
 from benchlib.studies.capacity.wording import BUSY
-from benchlib.studies.pressure.measure import SOAK
+from benchlib.studies.pressure import calibration
+from benchlib.studies.pressure.measure import SOAK, TABLES
 from benchlib.tables import Table, fmt
 from benchlib.workload.scenario import PRESSURES
 
@@ -44,6 +45,34 @@ NOT_BACK = "not back"
 CLEAN_MISSED = {"fail": "fell behind", "producer-bound": "producers short", "inconclusive": "unclear",
                 None: "not measured"}  # a cell with no clean phase row
 VACUUMED = "vacuumed"
+
+
+def upgrade(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Published tables in today's layout (report.build reads them through this): runs from before
+    the calibration and the statistics keeper (2026-12-06) lack their columns, null there: their
+    reference was the quote as it stood, and nothing counted ANALYZEs."""
+    out = dict(tables)
+    for table, columns in (("cells", ("quoted_jobs_s", "calibration")), ("phases", ("analyzes",))):
+        df = out.get(table)
+        if df is not None:
+            schema = TABLES[table]
+            out[table] = df.with_columns(pl.lit(None, schema[c][0]).alias(c) for c in columns if c not in df.columns)
+    return out
+
+
+def calibrations(cells: pl.DataFrame) -> Table:
+    """Per system (its first cell): the rate quoted, the reference this host held and how the
+    calibration found it (calibration.words); empty where no run calibrated."""
+    rows = []
+    first: dict[str, dict[str, Any]] = {}
+    for r in cells.filter(pl.col("calibration").is_not_null()).iter_rows(named=True):
+        first.setdefault(r["system"], r)
+    for r in (first[s] for s in system_order(first)):
+        steps = json.loads(r["calibration"])
+        rows.append({"system": r["system"], "quoted: jobs/s": fmt(r["quoted_jobs_s"]),
+                     "held here: jobs/s": fmt(r["reference_jobs_s"]), "base rate: jobs/s": fmt(r["rate_jobs_s"]),
+                     "calibration": calibration.words(r["quoted_jobs_s"], steps)})
+    return Table(rows)
 
 
 def totals(tables: dict[str, pl.DataFrame | None]) -> dict[str, int]:

@@ -48,6 +48,7 @@ from benchlib.measure import now_ns, percentiles_ms
 from benchlib.results import Schema, module_file, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity import measure as capacity
+from benchlib.studies.pressure import calibration
 from benchlib.workload import consumers, engine, phases, sampler, scenario
 from benchlib.workload.ledger import NONE
 from benchlib.workload.scenario import PRESSURES, Phase
@@ -97,6 +98,9 @@ class Params:
     capacity_profile: str = "standard"  # whose published capacity gives the reference
     scenario: tuple = DEFAULT_SCENARIO
     rounds: int = 1
+    calibrate: bool = True  # confirm each reference on this host first (calibrate), and use what held
+    calibration_s: float = 15.0  # the window of a calibration step (the capacity study's standard window)
+    naptime_s: float = 5.0  # how often a cell applies autovacuum's ANALYZE rule (the capacity study's steps' value)
     settings: dict[str, str] | None = None
     pg_major: int | None = None
 
@@ -112,9 +116,15 @@ class Params:
             check.positive_float("reference_jobs_s", self.reference_jobs_s),
             "capacity_profile": check.one_of("capacity_profile", self.capacity_profile, outputs.PUBLISHED),
             "rounds": check.positive_int("rounds", self.rounds),
+            "calibrate": check.boolean("calibrate", self.calibrate),
+            "calibration_s": check.positive_float("calibration_s", self.calibration_s),
+            "naptime_s": check.positive_float("naptime_s", self.naptime_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
+        if fixed["calibration_s"] < capacity.MIN_WINDOW_S:
+            raise BenchError(f"calibration_s must be >= {capacity.MIN_WINDOW_S:g}: a calibration step is the capacity "
+                             "study's, whose backlog slope needs points at 1 s resolution")
         ran = checked(self.scenario, fixed["load"])
         named = [ph.name for ph in ran if ph.kind in PRESSURES] or [SOAK]
         fixed["pressures"] = check.names("pressures", self.pressures if self.pressures is not None else named, named)
@@ -184,7 +194,12 @@ CELLS: Schema = {
     "pressure": (pl.String, "the cell's pressure phase (each pressure runs in a cell of its own)"),
     "round": (pl.Int64, "0, 1, ...: each round runs every cell once"),
     "server_major": (pl.Int64, "PostgreSQL major version of the server"),
-    "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s)"),
+    "quoted_jobs_s": (pl.Float64, "the rate the reference started from: the capacity study's quote for the system "
+                                  "(or the run's reference_jobs_s)"),
+    "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s): the quote, or where "
+                                     "the run calibrated, the first rung from it down that held here (calibration.py)"),
+    "calibration": (pl.String, "JSON: the calibration's steps on this host, [{rate, verdict, reason, e2e_p99_ms}] "
+                               "(null: not calibrated, the reference taken as quoted)"),
     "rate_jobs_s": (pl.Float64, "the base rate: load x the reference (jobs/s)"),
     "consumers": (pl.Int64, "consumers (pull) or the library's concurrency (worker), in the harness's process"),
     "batch": (pl.Int64, "fetch size (the capacity study's for this system; null: the library's default)"),
@@ -232,6 +247,8 @@ PHASES: Schema = {
     "dead_tup_growth": (pl.Int64, "dead tuples at the phase's last second's end - at the second before it began"),
     "bytes_growth": (pl.Int64, "table + index bytes, the same way"),
     "autovacuums": (pl.Int64, "autovacuum runs on the system's tables during the phase"),
+    "analyzes": (pl.Int64, "ANALYZE statements the cell's statistics keeper ran in the phase (autovacuum's rule, "
+                           "as the capacity study's steps apply it)"),
     "wait_events": (pl.String, "JSON: share of the client backends' 10 Hz census per bucket over the phase"),
     "recovered_s": (pl.Float64, "a pressure's: from its end to the end of the first whole second whose backlog is "
                                 "at most the clean phase's largest and whose p99 is within 2 x the clean phase's; "
@@ -251,7 +268,8 @@ SECONDS: Schema = {
     "offered": (pl.Int64, "jobs whose intended instant fell in the second"),
     "acked": (pl.Int64, "jobs acknowledged in the second"),
     "completed": (pl.Int64, "jobs handled for the first time in the second"),
-    "backlog": (pl.Int64, "acknowledged and not yet handled at the second's end"),
+    "backlog": (pl.Int64, "jobs acknowledged by the second's end - jobs first handled by it (a worker can handle a "
+                          "job before its enqueue call returns)"),
     "e2e_p50_ms": (pl.Float64, "jobs intended in the second: first handling - intended instant"),
     "e2e_p99_ms": (pl.Float64, ""),
     "n_dead_tup": (pl.Int64, "the system's tables (data and control), at the second's end"),
@@ -376,12 +394,14 @@ def _finite(x: float) -> float | None:
 
 
 def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.ndarray, first: np.ndarray,
-               reference: float, calls: np.ndarray, producers: int) -> list[dict[str, Any]]:
+               reference: float, calls: np.ndarray, producers: int,
+               analyzed_s: Sequence[float] = ()) -> list[dict[str, Any]]:
     """Per timed phase but the warm-up and the drain: the capacity criterion over its whole seconds,
     the latency and unfinished jobs of the jobs intended in it, what its tables gained, its
     wait-event mix; a pressure's recovery over the recover phase after it, against the clean
     phase's largest backlog and RECOVERED_P99 x its p99; the producers' share of it inside enqueue
-    `calls` (enqueue_calls). Instants: ns since the cell's start."""
+    `calls` (enqueue_calls); the ANALYZEs the statistics keeper ran in it (`analyzed_s`, s since
+    the cell's start). Instants: ns since the cell's start."""
     ok = (first != NONE) & (intended != NONE)
     ran = list(spans.ran)
     out = []
@@ -412,6 +432,7 @@ def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.nda
             "dead_tup_peak": max((r["n_dead_tup"] for r in mine if r.get("n_dead_tup") is not None), default=None),
             "dead_tup_growth": _delta(mine, before, "n_dead_tup"), "bytes_growth": _delta(mine, before, "bytes"),
             "autovacuums": _delta(mine, before, "autovacuum_count"), "wait_events": _merged_waits(mine),
+            "analyzes": sum(start_s <= t < end_s for t in analyzed_s),
             "recovered_s": None, "recovery_window_s": window, "_end_s": end_s,
         })
     clean_ph = spans.clean()
@@ -450,6 +471,19 @@ async def _sampler(target: Any, control: Sequence[str], rows: list[dict[str, Any
         await conn.close()
 
 
+async def _statistics(target: Any, naptime_s: float, analyzed: list[int], running: engine.Running) -> None:
+    """Planner statistics kept as the capacity study's steps keep them (capacity.keep_statistics):
+    the reference rate was measured so, and a cell's tables are as new as a step's. Without it a
+    fresh table's plans stay until autovacuum's first ANALYZE (its naptime is 60 s): graphile-worker's
+    job fetch fell from about 1,400 to 600 jobs/s after the bursts (2026-12-06), and one ANALYZE 8 s
+    into its recovery brought it to 3,100 - 4,200 at once."""
+    conn = await sampler.connect(target)
+    try:
+        await capacity.keep_statistics(conn, capacity.ANALYZE_AFTER_S, naptime_s, running.stopping, analyzed)
+    finally:
+        await conn.close()
+
+
 async def _on_schedule(running: engine.Running, end_s: float) -> None:
     """Each phase ends at its planned instant from the cell's start (the engine keeps a cell with this
     hook on the cell's schedule): a holder's start and release take from its phase, not from every
@@ -457,7 +491,8 @@ async def _on_schedule(running: engine.Running, end_s: float) -> None:
 
 
 def reference(p: Params, system: str) -> tuple[float, int | None]:
-    """The system's reference rate (jobs/s) and the batch it ran at in the capacity study."""
+    """The system's quoted reference rate (jobs/s) and the batch it ran at in the capacity study
+    (a run that calibrates starts from it: calibration.py)."""
     if p.reference_jobs_s is not None:
         return p.reference_jobs_s, None
     return p.references[system]
@@ -474,16 +509,23 @@ def _settings(system: Any, consumers_: int, batch: int | None) -> str:
 
 
 async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int,
-                   on_phase: Callable[[str], None]) -> Rows:
-    """One system under one pressure (Params.cell_phases) in a database of its own; its rows."""
-    ref, batch = reference(p, name)
+                   on_phase: Callable[[str], None], calibrated: list[dict[str, Any]] | None = None) -> Rows:
+    """One system under one pressure (Params.cell_phases) in a database of its own, at `load` x its
+    reference: the quote, or what held of it in the `calibrated` steps; its rows."""
+    quote, batch = reference(p, name)
+    ref = quote if calibrated is None else calibration.held(calibrated)
+    if ref is None:
+        raise BenchError(f"{name}: {calibration.words(quote, calibrated)} from its reference {quote:,.0f} jobs/s on "
+                         "this host, so its cells did not run (set reference_jobs_s, or calibrate: false)")
     system = queues.QUEUES[name]()
     db = f"benchlib_pressure_{name.replace('-', '_')}"
     cell_db = await target.fresh_database(db)
     samples: list[dict[str, Any]] = []
+    analyzed: list[int] = []
     plan = engine.CellPlan(p.cell_phases(pressure), ref, instances=1, workers=p.consumers, batch=batch, in_process=True,
                            producers=p.producers)
-    hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),),
+    hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),
+                                     lambda running: _statistics(cell_db, p.naptime_s, analyzed, running)),
                          phase_started=lambda ph: on_phase(ph.name), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
     started_at = utc_now()
     try:
@@ -500,14 +542,17 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
     seconds = per_second(intended, acked, first, length_s, spans)
     by_t = {r["t_s"]: r for r in samples}
     seconds = [r | {k: v for k, v in by_t.get(r["t_s"], {}).items() if k != "t_s"} for r in seconds]
-    common = {"system": name, "pressure": pressure, "round": round_}
-    cell = {"backend": p.backend, **common, "reference_jobs_s": ref, "rate_jobs_s": p.load * ref,
+    common = {"system": name, "pressure": pressure, "round": round_, "rate_jobs_s": p.load * ref}
+    cell = {"backend": p.backend, **common, "quoted_jobs_s": quote, "reference_jobs_s": ref,
+            "calibration": None if calibrated is None else json.dumps(calibrated),
             "consumers": p.consumers, "batch": batch, "acked": rec.enqueued, "unfinished": rec.lost,
             "lost": rec.lost if ran.drained else None,
             "duplicates": rec.duplicates, "unknown": rec.unknown, "drained": ran.drained, "seconds": length_s,
             "settings": _settings(system, p.consumers, batch), "started_at": started_at}
+    analyzed_s = [(t - ran.start_ns) / 1e9 for t in analyzed]
     return {"cells": [cell], "phases": [common | r for r in phase_rows(seconds, spans, intended, first, ref,
-                                                                   enqueue_calls(sent, acked), p.producers)],
+                                                                   enqueue_calls(sent, acked), p.producers,
+                                                                   analyzed_s)],
             "seconds": [common | r for r in seconds]}
 
 
@@ -526,7 +571,8 @@ def backend(p: Params) -> str:
 
 
 def settings(p: Params) -> dict[str, str]:
-    return dict(p.settings or {})
+    """The capacity study's server: a calibration step is its step, which reads the statement statistics."""
+    return capacity.settings(capacity.Params(settings=dict(p.settings or {})))
 
 
 def connections(p: Params) -> int:
@@ -548,7 +594,7 @@ def max_jobs(p: Params) -> int:
 
 
 def _code(system: str) -> tuple[str, ...]:
-    return (__file__, capacity.__file__, timeline.__file__, engine.__file__, consumers.__file__, sampler.__file__,
+    return (__file__, capacity.__file__, calibration.__file__, timeline.__file__, engine.__file__, consumers.__file__, sampler.__file__,
             scenario.__file__, module_file(HOLDERS["idle_xid"]), *queues.code_files(system))
 
 
@@ -572,7 +618,14 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     def on_phase(phase: str) -> None:
         step(phase, advance=int(phase != "warmup"))
 
-    rows = await run_cell(target, name, p, cell.parts["pressure"], cell.parts["round"], on_phase)
+    calibrated = state.setdefault("calibrated", {})  # once a run and system, before its first cell
+    if p.calibrate and name not in calibrated:
+        quote, batch = reference(p, name)
+        calibrated[name] = await calibration.calibrate(target, name, quote, batch, p.consumers, p.producers,
+                                                       p.calibration_s, p.naptime_s,
+                                                       lambda note: step(note, advance=0))
+    rows = await run_cell(target, name, p, cell.parts["pressure"], cell.parts["round"], on_phase,
+                          calibrated.get(name))
     rows["cells"] = [r | {"server_major": state["server_major"]} for r in rows["cells"]]
     return rows
 
@@ -584,7 +637,13 @@ def failed(p: Params, cell: Cell, reason: str) -> Rows:
 
 
 def reused(p: Params, cell: Cell, tables: dict, state: dict) -> None:
-    """Nothing carries from one cell to the next."""
+    """A cell served from the cache hands on its system's calibration: a resumed run keeps every cell
+    of a system at one reference, and does not calibrate it again."""
+    cells_ = tables.get("cells")
+    if cells_ is not None and cells_.height and "calibration" in cells_.columns:
+        kept = cells_.row(0, named=True)["calibration"]
+        if kept is not None:
+            state.setdefault("calibrated", {}).setdefault(cell.parts["system"], json.loads(kept))
 
 
 async def finish(p: Params, target: Any, state: dict) -> None:

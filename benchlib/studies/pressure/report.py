@@ -104,7 +104,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     transaction did to latency and tables; lost and twice over reconciled jobs."""
     soaked = tables["cells"].filter(pl.col("pressure") == analysis.SOAK)
     missing = unsoaked(manifests[0]["profile"], soaked["system"]) if soaked.height and manifests else []
-    out = _soak_findings(tables["phases"], missing)
+    out = _soak_findings(tables["phases"], missing) + _calibration(analysis.pressed(tables["cells"]))
     j = _judged(tables)
     summary = analysis.summary(j)
     if not summary:
@@ -122,8 +122,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            cells=tuple(f"postgres/{s}" for s, r in clean.items() if r["not_back"])))
     before = {s: r for s, r in summary.items() if not r["clean_ok"]}
     if before:
-        out.append(Finding("pressure", "Not judged, their clean phase not keeping up at 70 % of the quoted capacity: "
-                           "{who}.",
+        of = "the rate it held here" if _calibrated(tables["cells"]) else "the quoted capacity"
+        out.append(Finding("pressure", "Not judged, their clean phase not keeping up at 70 % of " + of + ": {who}.",
                            {"who": names([f"{s} ({_missed(r)})" for s, r in before.items()])},
                            cells=tuple(f"postgres/{s}" for s in before)))
     idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")
@@ -137,6 +137,27 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                            interval="one run per system, the held phase against the clean one",
                            cells=tuple(f"postgres/{s}" for s in idle["system"])))
     return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
+
+
+def _calibrated(cells: pl.DataFrame) -> bool:
+    return bool(cells["calibration"].is_not_null().any()) if cells.height else False
+
+
+def _calibration(cells: pl.DataFrame) -> list[Finding]:
+    """How the quoted capacities fared on this host: who held them, who held less (and how much)."""
+    table = analysis.calibrations(cells)
+    if not table.rows:
+        return []
+    first = cells.filter(pl.col("calibration").is_not_null()).unique("system", keep="first")
+    below = {r["system"]: r["reference_jobs_s"] / r["quoted_jobs_s"] for r in first.iter_rows(named=True)
+             if r["reference_jobs_s"] < r["quoted_jobs_s"]}
+    held = [s for s in first["system"] if s not in below]
+    text = "On this host, {k} of {n} systems held their quoted capacity in one capacity step" + (
+        "; the rest held the share given: {who}." if below else ".")
+    return [Finding("pressure", text, {
+        "k": len(held), "n": first.height,
+        "who": names([f"{s} ({sig(below[s] * 100)} %)" for s in analysis.system_order(below)])},
+        cells=tuple(f"postgres/{s}" for s in first["system"]))]
 
 
 def _literal(text: str) -> str:
@@ -180,7 +201,8 @@ def _soak_context(soak: dict[str, pl.DataFrame | None], profile: str,
                 "minutes": sig(analysis.soak_minutes(drifts)),
                 "behind": [s for s, d in drifts.items() if d["first_fail"] is not None],
                 "window_s": next(iter(drifts.values()))["window_s"],
-                "load": sorted({round(r, 2) for r in (ran["rate_jobs_s"] / ran["reference_jobs_s"]).to_list()})}
+                "load": sorted({round(r, 2) for r in (ran["rate_jobs_s"] / ran["reference_jobs_s"]).to_list()}),
+                "calibrated": _calibrated(ran), "nominal": _calibrated(ran) and ran["calibration"].is_null().any()}
     return out
 
 
@@ -213,6 +235,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "figures": {"pressure_timelines": figure("pressure_timelines", charts.timelines(tables["seconds"], phases, j))}
         if j.height else {},
         "matrix": analysis.matrix(j).markdown(),
+        "statistics": bool(analysis.pressed(phases)["analyzes"].is_not_null().any()) if phases.height else False,
+        "calibrations": analysis.calibrations(analysis.pressed(cells)).markdown()
+        if _calibrated(analysis.pressed(cells)) else None,
         "bloat": analysis.bloat(phases).markdown(),
         "waits": [{"system": w["system"], "phase": w["phase"], "top": analysis.top_waits(w["wait_events"])}
                   for w in waits if w["phase"] == "readers"],

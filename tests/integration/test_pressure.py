@@ -72,22 +72,22 @@ def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(t
 
 
 def test_a_calibrated_run_confirms_the_reference_with_a_capacity_step_once_and_keeps_statistics(tmp_path):
-    """The reference held here in one capacity step (a rate far below what skip_locked holds), run
-    once for the system's two cells; each cell's statistics keeper ran ANALYZE; nothing of the
-    calibration's database is left."""
+    """The reference measured here by capacity steps up a ladder from a rate far below what
+    skip_locked holds (so to its top rung), once for the system's two cells, which ran at it; each
+    cell's statistics keeper ran ANALYZE."""
     params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
-                             scenario=TINY, pressures=("idle_tx", "overload"), calibration_s=5)
+                             scenario=TINY, pressures=("idle_tx", "overload"), calibration_s=5, calibration_rungs=1)
     run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
     cells = run.cells.to_dicts()
     assert [c["error"] for c in cells] == [None, None]
     (steps,) = {c["calibration"] for c in cells}  # one calibration for both cells
     steps = json.loads(steps)
-    assert [s["rate"] for s in steps] == [40] and steps[0]["verdict"] == "pass", steps
-    assert all(c["quoted_jobs_s"] == c["reference_jobs_s"] == 40 == c["rate_jobs_s"] for c in cells)
+    assert [s["rate"] for s in steps] == [40, 44] and {s["verdict"] for s in steps} == {"pass"}, steps
+    assert all(c["quoted_jobs_s"] == 40 and c["reference_jobs_s"] == 44 == c["rate_jobs_s"] for c in cells)
     assert all(c["lost"] == 0 and c["duplicates"] == 0 for c in cells)
     assert run.phases["analyzes"].sum() >= 2  # autovacuum's rule applied every 5 s in each cell
-    assert set(run.phases["rate_jobs_s"]) == {40.0}
-    assert analysis.calibrations(run.cells).rows[0]["calibration"] == "the quote held"
+    assert set(run.phases["rate_jobs_s"]) == {44.0}
+    assert analysis.calibrations(run.cells).rows[0]["calibration"] == "held 110 %, the most tried (2 steps)"
 
 
 INTERRUPTED = textwrap.dedent("""

@@ -357,23 +357,41 @@ def _ladder(quote: float, verdicts: list[str]) -> list[dict]:
     return steps
 
 
-def test_a_calibration_keeps_a_quote_that_holds_and_steps_down_by_1_1_until_one_does():
-    from benchlib.studies.pressure import calibration
+def test_a_calibration_climbs_from_a_quote_that_holds_and_descends_from_one_that_does_not():
+    from benchlib.studies.pressure import calibration as c
 
-    assert [s["rate"] for s in _ladder(1000, ["pass"])] == [1000]
+    def rates(steps: list[dict]) -> list[int]:
+        return [round(s["rate"]) for s in steps]
+
+    up = _ladder(1000, ["pass", "pass", "fail"])  # held the quote and 1.1 x, not 1.21 x
+    assert rates(up) == [1000, 1100, 1210] and c.held(up) == pytest.approx(1100)
+    assert c.words(1000, up) == "held 110 %, not 121 % (3 steps)"
+    top = _ladder(1000, ["pass"] * 10)  # at most STEPS rungs up, and said so
+    assert len(top) == 1 + c.STEPS and c.words(1000, top) == "held 146 %, the most tried (5 steps)"
     # a failed step at the quote runs once more (a cold first step), a failed rung below it does not
-    steps = _ladder(1000, ["fail", "fail", "fail", "pass"])
-    assert [round(s["rate"]) for s in steps] == [1000, 1000, 909, 826]
-    assert calibration.held(steps) == pytest.approx(1000 / 1.1 ** 2)
-    assert calibration.words(1000, steps) == "held at 1 / 1.1^2 of the quote (4 steps)"
-    assert calibration.held(_ladder(1000, ["fail", "pass"])) == 1000  # the cold quote, then held
-    # an inconclusive step runs once more on any rung
-    assert [round(s["rate"]) for s in _ladder(1000, ["fail", "fail", "inconclusive", "pass"])] == [1000, 1000, 909, 909]
-    # nothing held: at most STEPS_DOWN rungs below the quote, and the reference is none
+    down = _ladder(1000, ["fail", "fail", "fail", "pass"])
+    assert rates(down) == [1000, 1000, 909, 826] and c.held(down) == pytest.approx(1000 / 1.1 ** 2)
+    assert c.words(1000, down) == "held 83 %, not 91 % (4 steps)"
+    assert rates(_ladder(1000, ["fail", "pass", "fail"])) == [1000, 1000, 1100]  # the quote held once warm: up
+    # an inconclusive step runs once more on any rung; producers short is no hold, and said
+    assert rates(_ladder(1000, ["pass", "inconclusive", "pass", "fail"])) == [1000, 1100, 1100, 1210]
+    short = _ladder(1000, ["pass", "producer-bound"])
+    assert c.held(short) == 1000 and c.words(1000, short) == "held 100 %, not 110 % (our producers short) (2 steps)"
+    # nothing held: at most STEPS rungs below the quote, and no reference
     none = _ladder(1000, ["fail"] * 20)
-    assert len(none) == 2 + calibration.STEPS_DOWN and calibration.held(none) is None
-    assert round(none[-1]["rate"]) == round(1000 / 1.1 ** calibration.STEPS_DOWN)
-    assert calibration.words(1000, none).startswith("nothing down to 1 / 1.1^4 of the quote held")
+    assert len(none) == 2 + c.STEPS and c.held(none) is None
+    assert rates(none)[-1] == round(1000 / 1.1 ** c.STEPS) and c.words(1000, none).startswith("nothing down to 68 %")
+
+
+def test_a_calibration_step_that_could_not_run_ends_the_ladder_and_says_why():
+    from benchlib.studies.pressure import calibration as c
+
+    broken = [{"rate": 1000.0, "verdict": None, "error": "AdapterError: not built"}]
+    assert c.next_rate(1000, broken) is None and c.held(broken) is None
+    assert c.words(1000, broken) == "its step at 100 % could not run: AdapterError: not built"
+    later = [{"rate": 1000.0, "verdict": "pass"}, {"rate": 1100.0, "verdict": None, "error": "boom"}]
+    assert c.next_rate(1000, later) is None and c.held(later) == 1000
+    assert c.words(1000, later) == "held 100 %; the step above could not run (2 steps): boom"
 
 
 def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_one_shows_what_held():
@@ -381,17 +399,19 @@ def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_o
     up = analysis.upgrade({"cells": cells, "phases": pl.DataFrame({"system": ["pgmq"]})})
     assert up["cells"]["calibration"].is_null().all() and up["phases"]["analyzes"].is_null().all()
     assert analysis.calibrations(up["cells"]).rows == []  # none calibrated: no table
-    steps = '[{"rate": 1000.0, "verdict": "fail"}, {"rate": 1000.0, "verdict": "fail"}, {"rate": 909.09, "verdict": "pass"}]'
+    steps = ('[{"rate": 1000.0, "verdict": "fail"}, {"rate": 1000.0, "verdict": "fail"}, '
+             '{"rate": 909.0909, "verdict": "pass"}]')
     cal = pl.DataFrame({"system": ["skip_locked", "pgmq"], "calibration": ['[{"rate": 500.0, "verdict": "pass"}]', steps],
-                        "quoted_jobs_s": [500.0, 1000.0], "reference_jobs_s": [500.0, 909.09],
+                        "quoted_jobs_s": [500.0, 1000.0], "reference_jobs_s": [500.0, 909.0909],
                         "rate_jobs_s": [350.0, 636.4], "pressure": ["idle_tx"] * 2})
     rows = analysis.calibrations(cal).rows
     assert [r["system"] for r in rows] == ["skip_locked", "pgmq"]  # the registry's order
-    assert rows[1]["calibration"] == "held at 1 / 1.1 of the quote (3 steps)" and rows[0]["calibration"] == "the quote held"
+    assert rows[1]["calibration"] == "held 91 %, not 100 % (3 steps)"
+    assert rows[0]["calibration"] == "held 100 %, the most tried (1 step)"
     from benchlib.studies.pressure import report
     (said,) = report._calibration(cal)
-    assert said.text() == ("On this host, 1 of 2 systems held their quoted capacity in one capacity step; the rest "
-                           "held the share given: pgmq (91 %).")
+    assert said.text() == ("Measured on this host first, the systems' capacities were 91 – 100 % of the capacity "
+                           "study's quotes, and each ran at 70 % of its own.")
 
 
 def test_a_calibration_that_is_not_true_or_false_or_too_short_is_refused_before_any_server():

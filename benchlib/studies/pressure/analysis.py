@@ -66,7 +66,7 @@ def calibrations(cells: pl.DataFrame) -> Table:
     rows = []
     first: dict[str, dict[str, Any]] = {}
     for r in cells.filter(pl.col("calibration").is_not_null()).iter_rows(named=True):
-        first.setdefault(r["system"], r)
+        first.setdefault(r["system"], r)  # a system whose calibration held nothing too: its row says so
     for r in (first[s] for s in system_order(first)):
         steps = json.loads(r["calibration"])
         rows.append({"system": r["system"], "quoted: jobs/s": fmt(r["quoted_jobs_s"]),

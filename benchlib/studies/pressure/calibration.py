@@ -1,22 +1,28 @@
-"""Each system's reference on this host: its quoted capacity, confirmed by the capacity study's own step.
+"""Each system's reference on this host: its quoted capacity, checked by the capacity study's own step, up or down.
 
-Why: the pressure study runs each system at a share (`load`, 0.7) of the capacity the capacity
-study quotes for it, and that study may have run on another machine. On a slower one the share
-is larger than it says, so the verdicts moved with the host: a rerun of the standard profile on
-another host (2026-12-06) changed 29 of its 44 cells' verdicts. So before a system's first cell,
-the run confirms the quote here with one capacity step (capacity.run_step: the system installed
-in a database of its own, a warm-up, a window judged by that study's criterion, every job
-reconciled), its producers in the harness's process as in the cells.
+Why: the pressure study runs each system at a share (`load`, 0.7) of its capacity, and the
+capacity study that quotes it may have run on another machine: on a slower one the share is
+larger than it says, on a faster one smaller. The verdicts moved with the host: a rerun of the
+standard profile on another host (2026-12-06) changed 29 of its 44 cells' verdicts, and on a
+third host skip_locked held 1.5 x its quote for 12 s. So before a system's first cell, the run
+measures where the system's capacity lies on this host on a ladder of rungs 1.1 apart (the
+capacity study's confirmation margin) around the quote, each rung one capacity step
+(capacity.run_step: the system installed in a database of its own, a warm-up, a window judged
+by that study's criterion, every job reconciled), its producers in the harness's process as in
+the cells:
 
-Where the quote holds, it is the reference. Where it does not, the next rung down (1 / 1.1 of
-it, the capacity study's confirmation margin) is tried, at most STEPS_DOWN times, and the first
-rung that holds is the reference. A step that is inconclusive runs once more (the capacity
-study's rule), and so does a failed step at the quote (every system's first step starts cold,
-the capacity study's rule for a search's first step). Where nothing holds, the system's cells
-fail and say why: a share of a rate this host does not hold is no pressure study.
+- the quote first. Held: up a rung at a time until a step does not hold, at most STEPS rungs
+  above. Not held: down a rung at a time until one holds, at most STEPS rungs below;
+- the reference is the highest rung that held, so 1.1 x it did not: the base rate lies within
+  10 % below `load` x this host's capacity (unless the top rung held: then at most that share);
+- a step that is inconclusive runs once more, and so does a failed step at the quote (every
+  system's first step starts cold): the capacity study's rules. A step whose producers fell
+  short does not hold either: the cells run their producers the same way, so a rate they cannot
+  offer is no reference;
+- a step that could not run (an error, not a verdict) ends the calibration, and says why.
 
-It only steps down: a quote that holds is the reference even where this host could hold more,
-so the base rate is at most `load` x what this host holds, never more (METHOD.md says so).
+Where nothing held, the system's cells do not run and say why: a share of a rate this host does
+not hold is no pressure study.
 """
 from __future__ import annotations
 
@@ -28,66 +34,91 @@ from benchlib import queues
 from benchlib.errors import kept_reason
 from benchlib.studies.capacity import measure as capacity
 
-STEPS_DOWN = 4  # rungs below the quote: the lowest is quote / 1.1^4, about 0.68 x it
+STEPS = 4  # rungs either side of the quote (Params.calibration_rungs): 1.1^4, 1.46 x it above and 0.68 x below
 WARMUP_S = 2.0  # the capacity study's standard warm-up
 PURPOSE = "calibrate"
 
 
 def rung(quote: float, rate: float) -> int:
-    """How many 1.1 steps `rate` lies below `quote` (0: the quote)."""
-    return round(math.log(quote / rate, capacity.OVER))
+    """How many 1.1 steps `rate` lies above `quote` (negative: below; 0: the quote)."""
+    return round(math.log(rate / quote, capacity.OVER))
 
 
-def next_rate(quote: float, steps: Sequence[dict[str, Any]]) -> float | None:
-    """The rate of the next calibration step after `steps` ({rate, verdict} each, in order); None
-    when the last one held or no rung is left."""
+def at(quote: float, k: int) -> float:
+    return quote * capacity.OVER ** k
+
+
+def next_rate(quote: float, steps: Sequence[dict[str, Any]], rungs: int = STEPS) -> float | None:
+    """The rate of the next calibration step after `steps` ({rate, verdict, error} each, in order),
+    at most `rungs` either side of the quote; None when the ladder is done (the module's rules)."""
     if not steps:
         return quote
     last = steps[-1]
-    if last["verdict"] == "pass":
+    if last.get("error"):
         return None
-    tries = sum(math.isclose(s["rate"], last["rate"]) for s in steps)
     k = rung(quote, last["rate"])
-    if tries == 1 and (k == 0 or last["verdict"] == "inconclusive"):
-        return last["rate"]
-    return quote / capacity.OVER ** (k + 1) if k < STEPS_DOWN else None
+    tries = sum(rung(quote, s["rate"]) == k for s in steps)
+    held = [rung(quote, s["rate"]) for s in steps if s["verdict"] == "pass"]
+    if last["verdict"] != "pass":
+        if tries == 1 and (last["verdict"] == "inconclusive" or (k == 0 and not held)):
+            return last["rate"]  # once more
+        if held:
+            return None  # the rung above the highest that held did not hold
+        return at(quote, k - 1) if k > -rungs else None
+    if any(s["verdict"] != "pass" and rung(quote, s["rate"]) == k + 1 for s in steps) or k < 0:
+        return None  # coming down: the first rung that held
+    return at(quote, k + 1) if k < rungs else None
 
 
 def held(steps: Sequence[dict[str, Any]]) -> float | None:
-    """The reference the steps found: the rate of the one that held (None: none did)."""
-    return next((s["rate"] for s in steps if s["verdict"] == "pass"), None)
+    """The reference the steps found: the highest rate that held (None: none did)."""
+    return max((s["rate"] for s in steps if s["verdict"] == "pass"), default=None)
+
+
+def _percent(quote: float, rate: float) -> str:
+    return f"{round(100 * rate / quote)} %"
 
 
 def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
-    """The calibration in a few words: 'the quote held', 'held at quote / 1.1^2 (3 steps)', 'nothing held'."""
-    rate = held(steps)
+    """The calibration in a few words: 'held 121 %, not 133 % (3 steps)', 'held 146 %, the
+    most tried', 'nothing down to 68 % held', 'a step could not run: ...'."""
+    rate, n = held(steps), f"{len(steps)} step{'s' if len(steps) > 1 else ''}"
+    error = next((s["error"] for s in steps if s.get("error")), None)
+    above = [s for s in steps if rate is not None and s["rate"] > rate * 1.01]
     if rate is None:
-        return f"nothing down to 1 / 1.1^{STEPS_DOWN} of the quote held ({len(steps)} steps)"
-    k = rung(quote, rate)
-    if k == 0:
-        return "the quote held" + (f" ({len(steps)} steps)" if len(steps) > 1 else "")
-    return f"held at 1 / 1.1{'' if k == 1 else f'^{k}'} of the quote ({len(steps)} steps)"
+        if error:
+            return f"its step at {_percent(quote, steps[-1]['rate'])} could not run: {error}"
+        return f"nothing down to {_percent(quote, min(s['rate'] for s in steps))} of the quote held ({n})"
+    out = f"held {_percent(quote, rate)}"
+    if error:
+        return out + f"; the step above could not run ({n}): {error}"
+    if not above:
+        return out + f", the most tried ({n})"
+    bound = min(s["rate"] for s in above)
+    last = [s for s in above if math.isclose(s["rate"], bound)][-1]  # the rung above the reference, as it ended
+    short = " (our producers short)" if last["verdict"] == "producer-bound" else ""
+    return out + f", not {_percent(quote, bound)}{short} ({n})"
 
 
 async def calibrate(target: Any, name: str, quote: float, batch: int | None, consumers: int, producers: int,
-                    window_s: float, naptime_s: float, step: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The calibration steps of system `name` from `quote` down (next_rate), each in a database
-    made for it and dropped after; `held(steps)` is the reference."""
+                    window_s: float, naptime_s: float, rungs: int, step: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The calibration steps of system `name` on the ladder around `quote` (next_rate), each in a
+    database made for it and dropped after; `held(steps)` is the reference."""
     system = queues.get(name, "postgres")
     plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
                               warmup_s=WARMUP_S, window_s=window_s, naptime_s=naptime_s)
     db = f"benchlib_calibrate_{name.replace('-', '_')}"
     steps: list[dict[str, Any]] = []
-    while (rate := next_rate(quote, steps)) is not None:
+    while (rate := next_rate(quote, steps, rungs)) is not None:
         step_db = await target.fresh_database(db)
         try:
             row = await capacity.run_step(step_db, system, consumers, batch,
                                           capacity.StepPlan(rate, window_s, PURPOSE), plan_of)
-        except Exception as err:  # a step that could not run did not hold: kept with its reason
-            row = {"verdict": "fail", "reason": kept_reason(err)}
+        except Exception as err:  # could not run: no verdict, and the ladder ends here, saying why
+            row = {"verdict": None, "error": kept_reason(err)}
         finally:
             await target.drop_database(db)
         steps.append({"rate": rate, "verdict": row["verdict"], "reason": row.get("reason"),
-                      "e2e_p99_ms": row.get("e2e_p99_ms")})
-        step(f"calibrate {rate:,.0f}/s {row['verdict']}")
+                      "e2e_p99_ms": row.get("e2e_p99_ms"), "error": row.get("error")})
+        step(f"calibrate {rate:,.0f}/s {row['verdict'] or 'error'}")
     return steps

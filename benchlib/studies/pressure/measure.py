@@ -2,9 +2,10 @@
 
 Why: the most-cited cross-system run scores "pressure" by whether a cell finished before a
 15-minute time-out, at one offered rate for every system (several were overloaded before any
-pressure). Here (METHOD.md, "pressure and soak") every system runs at `load` x the capacity the
-capacity study quotes for it, at that study's consumers and batch, in the harness's process (as
-the capacity was measured), on the cell engine (workload/engine.py): a scenario of phases as
+pressure). Here (METHOD.md, "pressure and soak") every system runs at `load` x its reference: the
+capacity the capacity study quotes for it, measured again on this host by that study's own steps
+on a ladder around the quote (calibration.py), at that study's consumers and batch, in the
+harness's process, with planner statistics kept as that study's steps keep them, on the cell engine (workload/engine.py): a scenario of phases as
 profile data (workload/scenario.py). The standard one: a clean phase; an idle transaction with an
 xid (holders.idle_xid); four REPEATABLE READ readers counting the system's own tables every 0.1 s
 (holders.active_readers); 1.5 x its capacity (`overload`); repeated bursts at 5 x the base rate
@@ -91,7 +92,7 @@ class Params:
     systems: tuple[str, ...] = ("skip_locked",)
     pressures: tuple[str, ...] | None = None  # the scenario's pressure phases to run, by name (None: every one;
     # a soak's one cell is "soak")
-    load: float = 0.7  # the base rate, x the reference (the system's quoted capacity)
+    load: float = 0.7  # the base rate, x the reference (its capacity here: calibration.py; else as quoted)
     consumers: int = 4  # the capacity study's
     producers: int = 2  # paced producers sharing each phase's rate (the capacity study's)
     reference_jobs_s: float | None = None  # every system's reference rate; None: the capacity study's
@@ -100,6 +101,7 @@ class Params:
     rounds: int = 1
     calibrate: bool = True  # confirm each reference on this host first (calibrate), and use what held
     calibration_s: float = 15.0  # the window of a calibration step (the capacity study's standard window)
+    calibration_rungs: int = calibration.STEPS  # how far the calibration's ladder goes up or down (rungs 1.1 apart)
     naptime_s: float = 5.0  # how often a cell applies autovacuum's ANALYZE rule (the capacity study's steps' value)
     settings: dict[str, str] | None = None
     pg_major: int | None = None
@@ -118,6 +120,7 @@ class Params:
             "rounds": check.positive_int("rounds", self.rounds),
             "calibrate": check.boolean("calibrate", self.calibrate),
             "calibration_s": check.positive_float("calibration_s", self.calibration_s),
+            "calibration_rungs": check.positive_int("calibration_rungs", self.calibration_rungs),
             "naptime_s": check.positive_float("naptime_s", self.naptime_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
@@ -196,8 +199,9 @@ CELLS: Schema = {
     "server_major": (pl.Int64, "PostgreSQL major version of the server"),
     "quoted_jobs_s": (pl.Float64, "the rate the reference started from: the capacity study's quote for the system "
                                   "(or the run's reference_jobs_s)"),
-    "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s): the quote, or where "
-                                     "the run calibrated, the first rung from it down that held here (calibration.py)"),
+    "reference_jobs_s": (pl.Float64, "the capacity each phase's rate is a multiple of (jobs/s): where the run "
+                                     "calibrated, the highest rung around the quote that held here (calibration.py); "
+                                     "else the quote"),
     "calibration": (pl.String, "JSON: the calibration's steps on this host, [{rate, verdict, reason, e2e_p99_ms}] "
                                "(null: not calibrated, the reference taken as quoted)"),
     "rate_jobs_s": (pl.Float64, "the base rate: load x the reference (jobs/s)"),
@@ -511,12 +515,14 @@ def _settings(system: Any, consumers_: int, batch: int | None) -> str:
 async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int,
                    on_phase: Callable[[str], None], calibrated: list[dict[str, Any]] | None = None) -> Rows:
     """One system under one pressure (Params.cell_phases) in a database of its own, at `load` x its
-    reference: the quote, or what held of it in the `calibrated` steps; its rows."""
+    reference: the quote, or where the `calibrated` steps found one, the highest rate that held; its rows."""
     quote, batch = reference(p, name)
     ref = quote if calibrated is None else calibration.held(calibrated)
-    if ref is None:
-        raise BenchError(f"{name}: {calibration.words(quote, calibrated)} from its reference {quote:,.0f} jobs/s on "
-                         "this host, so its cells did not run (set reference_jobs_s, or calibrate: false)")
+    if ref is None:  # nothing held here: the cell does not run, and its row says why, with the steps
+        return {"cells": [{"backend": p.backend, "system": name, "pressure": pressure, "round": round_,
+                           "quoted_jobs_s": quote, "calibration": json.dumps(calibrated), "rate_jobs_s": None,
+                           "error": f"{calibration.words(quote, calibrated)} from the reference {quote:,.0f} jobs/s "
+                                    "on this host, so it did not run (set reference_jobs_s, or calibrate: false)"}]}
     system = queues.QUEUES[name]()
     db = f"benchlib_pressure_{name.replace('-', '_')}"
     cell_db = await target.fresh_database(db)
@@ -622,7 +628,7 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
     if p.calibrate and name not in calibrated:
         quote, batch = reference(p, name)
         calibrated[name] = await calibration.calibrate(target, name, quote, batch, p.consumers, p.producers,
-                                                       p.calibration_s, p.naptime_s,
+                                                       p.calibration_s, p.naptime_s, p.calibration_rungs,
                                                        lambda note: step(note, advance=0))
     rows = await run_cell(target, name, p, cell.parts["pressure"], cell.parts["round"], on_phase,
                           calibrated.get(name))

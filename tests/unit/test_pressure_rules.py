@@ -410,8 +410,8 @@ def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_o
     assert rows[0]["calibration"] == "held 100 %, the most tried (1 step)"
     from benchlib.studies.pressure import report
     (said,) = report._calibration(cal)
-    assert said.text() == ("Measured on this host first, the systems' capacities were 91 – 100 % of the capacity "
-                           "study's quotes, and each ran at 70 % of its own.")
+    assert said.text() == ("On this host the systems held 91 – 100 % of their quoted capacities and ran at 70 % of "
+                           "that; 1 of 2 held the ladder's top rung, so their share of capacity is at most 70 %.")
 
 
 def test_a_calibration_that_is_not_true_or_false_or_too_short_is_refused_before_any_server():

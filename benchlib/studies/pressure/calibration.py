@@ -75,6 +75,12 @@ def held(steps: Sequence[dict[str, Any]]) -> float | None:
     return max((s["rate"] for s in steps if s["verdict"] == "pass"), default=None)
 
 
+def topped(steps: Sequence[dict[str, Any]]) -> bool:
+    """The highest rung tried held: the system's capacity here is higher than its reference."""
+    rate = held(steps)
+    return rate is not None and all(s["rate"] <= rate * 1.01 for s in steps)
+
+
 def _percent(quote: float, rate: float) -> str:
     return f"{round(100 * rate / quote)} %"
 
@@ -92,7 +98,7 @@ def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
     out = f"held {_percent(quote, rate)}"
     if error:
         return out + f"; the step above could not run ({n}): {error}"
-    if not above:
+    if topped(steps):
         return out + f", the most tried ({n})"
     bound = min(s["rate"] for s in above)
     last = [s for s in above if math.isclose(s["rate"], bound)][-1]  # the rung above the reference, as it ended

@@ -1,6 +1,7 @@
 """The pressure study's part of the report: its findings, scorecard column and page."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import polars as pl
 from benchlib.errors import BenchError
 from benchlib.findings import Finding, Ratio, listed, names, sig
 from benchlib.studies.capacity.analysis import nominal
-from benchlib.studies.pressure import analysis, charts, measure
+from benchlib.studies.pressure import analysis, calibration, charts, measure
 from benchlib.tables import plural
 
 TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon it is back"
@@ -144,15 +145,19 @@ def _calibrated(cells: pl.DataFrame) -> bool:
 
 
 def _calibration(cells: pl.DataFrame) -> list[Finding]:
-    """How far this host's capacities were from the capacity study's quotes (the page's table gives each)."""
+    """How far this host's capacities were from the capacity study's quotes (the page's table gives
+    each), and how many reached the ladder's top rung: theirs is higher still, so 70 % is at most."""
     first = (cells.filter(pl.col("calibration").is_not_null() & pl.col("reference_jobs_s").is_not_null())
              .unique("system", keep="first", maintain_order=True))
-    share = (first["reference_jobs_s"] / first["quoted_jobs_s"] * 100).to_list()
-    if not share:
+    if not first.height:
         return []
+    share = (first["reference_jobs_s"] / first["quoted_jobs_s"] * 100).to_list()
+    top = [r["system"] for r in first.iter_rows(named=True) if calibration.topped(json.loads(r["calibration"]))]
     lo, hi = sig(min(share)), sig(max(share))
-    return [Finding("pressure", "Measured on this host first, the systems' capacities were {r} % of the capacity "
-                    "study's quotes, and each ran at 70 % of its own.", {"r": lo if lo == hi else f"{lo} – {hi}"},
+    text = "On this host the systems held {r} % of their quoted capacities and ran at 70 % of that"
+    if top:
+        text += "; {k} of {n} held the ladder's top rung, so their share of capacity is at most 70 %"
+    return [Finding("pressure", text + ".", {"r": lo if lo == hi else f"{lo} – {hi}", "k": len(top), "n": first.height},
                     cells=tuple(f"postgres/{s}" for s in first["system"]))]
 
 

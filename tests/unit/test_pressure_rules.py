@@ -345,6 +345,10 @@ def test_rates_quoted_on_another_machine_are_said_to_be_nominal():
     assert not quoted_elsewhere([run("v1272", reference_jobs_s=100)], [run("v595")])  # a rate of its own
     assert not quoted_elsewhere([run("v1272", calibrate=True)], [run("v595")])  # shares of what held on its host
     assert quoted_elsewhere([run("v1272", calibrate=True), run("v1272", calibrate=False)], [run("v595")])
+    from benchlib.studies.capacity import analysis as capacity_analysis
+    mixed = [run("v1272", calibrate=True, systems=["pgmq"]), run("v1272", systems=["awa"])]
+    (said,) = capacity_analysis.nominal("pressure", mixed, [run("v595")])
+    assert "70 % is nominal here for awa," in said.text()  # not for pgmq, whose run measured its capacity
 
 
 def _ladder(quote: float, verdicts: list[str]) -> list[dict]:

@@ -14,7 +14,7 @@ import polars as pl
 from benchlib.charts import BACKENDS
 from benchlib.compare import Rule
 from benchlib.errors import BenchError
-from benchlib.findings import Finding, sig
+from benchlib.findings import Finding, names, sig
 from benchlib.studies.capacity.measure import SLOPE_FLOOR, SLOPE_SHARE
 from benchlib.studies.capacity.measure import WARMUP
 from benchlib.studies.capacity.wording import LOOKED, producers_held
@@ -223,14 +223,22 @@ def quoted_elsewhere(runs: list[dict], quoted_by: list[dict] | None = None) -> b
 NOMINAL_LEAD = "These rates are shares of capacities the capacity study measured on another machine"
 
 
-def nominal(study: str, runs: list[dict]) -> list[Finding]:
-    """The finding that a study's shares of capacity are nominal on this machine, if they are."""
-    if not quoted_elsewhere(runs):
+def nominal(study: str, runs: list[dict], quoted_by: list[dict] | None = None) -> list[Finding]:
+    """The finding that a study's shares of capacity are nominal on this machine, if they are (for
+    which systems, where some runs measured their capacity on their host first)."""
+    if not quoted_elsewhere(runs, quoted_by):
         return []
     load = sorted({m["params"].get("load") for m in runs if m["params"].get("load")})
     share = f"{sig(load[0] * 100)} %" if len(load) == 1 else "each share"
-    return [Finding(study, f"{NOMINAL_LEAD}, so {share} is nominal here, and a run on another machine can judge "
-                    "differently.")]
+    calibrated = [m for m in runs if m["params"].get("calibrate") and m["params"].get("reference_jobs_s") is None]
+    quoted = [s for m in runs if m not in calibrated for s in m["params"].get("systems") or ()]
+    only = f" for {names(list(dict.fromkeys(quoted)))}" if calibrated and quoted else ""  # the rest measured theirs
+    return [Finding(study, f"{NOMINAL_LEAD}, so {share} is nominal here{_literal(only)}, and a run on another "
+                    "machine can judge differently.")]
+
+
+def _literal(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:

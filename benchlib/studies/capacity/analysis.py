@@ -233,12 +233,8 @@ def nominal(study: str, runs: list[dict], quoted_by: list[dict] | None = None) -
     calibrated = [m for m in runs if m["params"].get("calibrate") and m["params"].get("reference_jobs_s") is None]
     quoted = [s for m in runs if m not in calibrated for s in m["params"].get("systems") or ()]
     only = f" for {names(list(dict.fromkeys(quoted)))}" if calibrated and quoted else ""  # the rest measured theirs
-    return [Finding(study, f"{NOMINAL_LEAD}, so {share} is nominal here{_literal(only)}, and a run on another "
-                    "machine can judge differently.")]
-
-
-def _literal(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+    return [Finding(study, NOMINAL_LEAD + ", so {share} is nominal here{only}, and a run on another machine can "
+                    "judge differently.", {"share": share, "only": only})]
 
 
 def references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:

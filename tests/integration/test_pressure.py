@@ -13,6 +13,7 @@ import textwrap
 import time
 
 import psutil
+import polars as pl
 import pytest
 
 from benchlib.studies import pressure
@@ -88,6 +89,12 @@ def test_a_calibrated_run_confirms_the_reference_with_a_capacity_step_once_and_k
     assert run.phases["analyzes"].sum() >= 2  # autovacuum's rule applied every 5 s in each cell
     assert set(run.phases["rate_jobs_s"]) == {44.0}
     assert analysis.calibrations(run.cells).rows[0]["calibration"] == "held 110 %, the most tried (2 steps)"
+    # the calibration's time is on the first cell's timeline, before its warm-up
+    marks = run.events.filter(pl.col("kind") == "step").to_dicts()
+    assert [(m["name"], m["detail"], m["cell_key"]) for m in marks] == [
+        ("calibrate", "40 jobs/s: pass", cells[0]["cell_key"]), ("calibrate", "44 jobs/s: pass", cells[0]["cell_key"])]
+    first_phase = run.events.filter((pl.col("kind") == "phase") & (pl.col("cell_key") == cells[0]["cell_key"]))["t_s"].min()
+    assert marks[-1]["t_s"] < first_phase
 
 
 INTERRUPTED = textwrap.dedent("""

@@ -361,30 +361,34 @@ def _ladder(quote: float, verdicts: list[str]) -> list[dict]:
     return steps
 
 
-def test_a_calibration_climbs_from_a_quote_that_holds_and_descends_from_one_that_does_not():
+def test_a_calibration_bisects_the_ladder_from_the_quote_up_or_down_to_the_rung_that_held():
     from benchlib.studies.pressure import calibration as c
 
     def rates(steps: list[dict]) -> list[int]:
         return [round(s["rate"]) for s in steps]
 
-    up = _ladder(1000, ["pass", "pass", "fail"])  # held the quote and 1.1 x, not 1.21 x
-    assert rates(up) == [1000, 1100, 1210] and c.held(up) == pytest.approx(1100)
-    assert c.words(1000, up) == "held 110 %, not 121 % (3 steps)"
+    # held the quote and 1.33 x, not 1.61 x, then 1.46 x: within a rung in 4 steps
+    up = _ladder(1000, ["pass", "pass", "fail", "pass"])
+    assert rates(up) == [1000, 1331, 1611, 1464] and c.held(up) == pytest.approx(1000 * 1.1 ** 4)
+    assert c.words(1000, up) == "held 146 %, not 161 % (4 steps)" and not c.topped(up)
+    near = _ladder(1000, ["pass", "fail", "fail"])  # capacity at the quote: 1.33 x, then 1.1 x did not hold
+    assert rates(near) == [1000, 1331, 1100] and c.words(1000, near) == "held 100 %, not 110 % (3 steps)"
     top = _ladder(1000, ["pass"] * 10)  # at most STEPS rungs up, and said so
-    assert len(top) == 1 + c.STEPS and c.words(1000, top) == "held 146 %, the most tried (5 steps)"
+    assert rates(top) == [1000, 1331, 1611, 1772] and c.topped(top)
+    assert c.words(1000, top) == "held 177 %, the most tried (4 steps)"
     # a failed step at the quote runs once more (a cold first step), a failed rung below it does not
-    down = _ladder(1000, ["fail", "fail", "fail", "pass"])
-    assert rates(down) == [1000, 1000, 909, 826] and c.held(down) == pytest.approx(1000 / 1.1 ** 2)
-    assert c.words(1000, down) == "held 83 %, not 91 % (4 steps)"
-    assert rates(_ladder(1000, ["fail", "pass", "fail"])) == [1000, 1000, 1100]  # the quote held once warm: up
+    down = _ladder(1000, ["fail", "fail", "pass", "fail", "fail"])
+    assert rates(down) == [1000, 1000, 683, 826, 751] and c.held(down) == pytest.approx(1000 / 1.1 ** 4)
+    assert c.words(1000, down) == "held 68 %, not 75 % (5 steps)"
+    assert rates(_ladder(1000, ["fail", "pass", "fail", "fail"])) == [1000, 1000, 1331, 1100]  # held once warm: up
     # an inconclusive step runs once more on any rung; producers short is no hold, and said
-    assert rates(_ladder(1000, ["pass", "inconclusive", "pass", "fail"])) == [1000, 1100, 1100, 1210]
-    short = _ladder(1000, ["pass", "producer-bound"])
-    assert c.held(short) == 1000 and c.words(1000, short) == "held 100 %, not 110 % (our producers short) (2 steps)"
+    assert rates(_ladder(1000, ["pass", "inconclusive", "pass", "fail", "fail"])) == [1000, 1331, 1331, 1611, 1464]
+    short = _ladder(1000, ["pass", "fail", "producer-bound"])
+    assert c.held(short) == 1000 and c.words(1000, short) == "held 100 %, not 110 % (our producers short) (3 steps)"
     # nothing held: at most STEPS rungs below the quote, and no reference
     none = _ladder(1000, ["fail"] * 20)
-    assert len(none) == 2 + c.STEPS and c.held(none) is None
-    assert rates(none)[-1] == round(1000 / 1.1 ** c.STEPS) and c.words(1000, none).startswith("nothing down to 68 %")
+    assert rates(none) == [1000, 1000, 683, 564] and c.held(none) is None
+    assert rates(none)[-1] == round(1000 / 1.1 ** c.STEPS) and c.words(1000, none).startswith("nothing down to 56 %")
 
 
 def test_a_calibration_step_that_could_not_run_ends_the_ladder_and_says_why():

@@ -51,6 +51,14 @@ def bar(total: int, desc: str, enabled: bool = True):
     return auto_tqdm(total=total, desc=desc, file=sys.stderr)
 
 
+def advanced(pbar: plain_tqdm, postfix: str, by: int) -> None:
+    """Move `pbar` on `by` with `postfix`; a postfix without progress (by 0) is drawn at once:
+    tqdm draws on an update only when the count moved, so a minute of calibration steps would
+    show nothing new."""
+    pbar.set_postfix_str(postfix, refresh=not by)
+    pbar.update(by)
+
+
 def record(path: str | None = None, **facts: Any) -> None:
     """Add facts about the finished run to the relay file (what the sweep's summary reports)."""
     path = path or os.environ.get(RELAY_ENV)

@@ -36,7 +36,7 @@ import polars as pl
 from benchlib import footprint, outputs, queues, timeline
 from benchlib.errors import kept_reason
 from benchlib.measure import fsync_rate
-from benchlib.progress import bar, record
+from benchlib.progress import advanced, bar, record
 from benchlib.provision import backend as get_backend
 from benchlib.provision import binaries
 from benchlib.provenance import MACHINE_KEY, CpuShare, git_info, machine, package_versions
@@ -225,8 +225,7 @@ async def _run(study: Study, params: Any, plan: Any, store: Store | None, force:
                     pbar.set_postfix_str(cell.label, refresh=False)
 
                     def step(note: str = "", advance: int = 1, cell=cell) -> None:
-                        pbar.set_postfix_str(f"{cell.label} {note}".strip(), refresh=False)
-                        pbar.update(advance)
+                        advanced(pbar, f"{cell.label} {note}".strip(), advance)
 
                     before, cell_cpu = pbar.n, CpuShare()
                     state["resume"] = CellResume(store, key)  # a long cell's finished steps, across an interrupt

@@ -416,6 +416,12 @@ def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_o
     assert [r["system"] for r in rows] == ["skip_locked", "pgmq"]  # the registry's order
     assert rows[1]["calibration"] == "held 91 %, not 100 % (3 steps)"
     assert rows[0]["calibration"] == "held 100 %, the most tried (1 step)"
+    # a resumed run that calibrated pgmq again for a pressure added before its cached cells: both, named
+    again = pl.concat([cal, cal.filter(pl.col("system") == "pgmq").with_columns(
+        pressure=pl.lit("bursts"), calibration=pl.lit('[{"rate": 1000.0, "verdict": "pass"}]'),
+        reference_jobs_s=pl.lit(1000.0), rate_jobs_s=pl.lit(700.0))])
+    assert [(r["system"], r["held here: jobs/s"]) for r in analysis.calibrations(again).rows] == [
+        ("skip_locked", "500"), ("pgmq (idle_tx)", "909"), ("pgmq (bursts)", "1,000")]
     from benchlib.studies.pressure import report
     (said,) = report._calibration(cal)
     assert said.text() == ("On this host the systems held 91 – 100 % of their quoted capacities and ran at 70 % of "

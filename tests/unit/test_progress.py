@@ -24,3 +24,13 @@ def test_the_sweep_s_bar_runs_no_monitor_thread_and_takes_only_a_thread_lock(tmp
         time.sleep(0.2)
         assert _monitors() <= before
     assert isinstance(progress._FollowBar.get_lock(), type(threading.RLock()))
+
+
+def test_a_note_without_progress_reaches_the_sweep_s_bar_at_once(tmp_path):
+    relay = tmp_path / "relay.json"
+    pbar = progress.Relay(total=4, desc="pressure postgres", path=str(relay))
+    progress.advanced(pbar, "pgmq clean", 1)
+    progress.advanced(pbar, "pgmq idle_tx", 1)  # the count moving: tqdm's own pace
+    progress.advanced(pbar, "pgmq calibrate 1,000/s pass", 0)
+    assert json.loads(relay.read_text())["postfix"].endswith("pgmq calibrate 1,000/s pass")
+    pbar.close()

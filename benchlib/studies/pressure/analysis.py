@@ -61,17 +61,22 @@ def upgrade(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 
 def calibrations(cells: pl.DataFrame) -> Table:
-    """Per system (its first cell): the rate quoted, the reference this host held and how the
-    calibration found it (calibration.words); empty where no run calibrated."""
-    rows = []
-    first: dict[str, dict[str, Any]] = {}
+    """Per system and calibration: the rate quoted, the reference this host held and how the
+    calibration found it (calibration.words); empty where no run calibrated. A system has two
+    where a resumed run calibrated it again for a pressure added before its cached cells: then
+    its name says which pressures ran at each."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in cells.filter(pl.col("calibration").is_not_null()).iter_rows(named=True):
-        first.setdefault(r["system"], r)  # a system whose calibration held nothing too: its row says so
-    for r in (first[s] for s in system_order(first)):
-        steps = json.loads(r["calibration"])
-        rows.append({"system": r["system"], "quoted: jobs/s": fmt(r["quoted_jobs_s"]),
+        runs.setdefault((r["system"], r["calibration"]), []).append(r)  # one that held nothing too: it says so
+    systems = [s for s, _ in runs]
+    order = system_order(systems)
+    rows = []
+    for (s, steps), ran in sorted(runs.items(), key=lambda run: order.index(run[0][0])):
+        r = ran[0]
+        name = s if systems.count(s) == 1 else f"{s} ({', '.join(dict.fromkeys(c['pressure'] for c in ran))})"
+        rows.append({"system": name, "quoted: jobs/s": fmt(r["quoted_jobs_s"]),
                      "held here: jobs/s": fmt(r["reference_jobs_s"]), "base rate: jobs/s": fmt(r["rate_jobs_s"]),
-                     "calibration": calibration.words(r["quoted_jobs_s"], steps)})
+                     "calibration": calibration.words(r["quoted_jobs_s"], json.loads(steps))})
     return Table(rows)
 
 

@@ -13,9 +13,9 @@ the cells:
 
 - the quote first, then a bisection of the ladder, STEPS rungs either side (1.77 x up to
   0.56 x): the next step is the middle rung between the highest that held and the lowest above
-  it that did not (the ladder's ends where none has), until the two are neighbours. So 4 steps
-  find a capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung at a
-  time took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);
+  it that did not (the ladder's ends where none has), until the two are neighbours. So at most 4
+  steps find a capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung
+  at a time took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);
 - the reference is the highest rung that held, so 1.1 x it did not: the base rate lies within
   10 % below `load` x this host's capacity (unless the top rung held: then at most that share);
 - a step that is inconclusive runs once more, and so does a failed step at the quote (every
@@ -93,8 +93,9 @@ def _percent(quote: float, rate: float) -> str:
 
 
 def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
-    """The calibration in a few words: 'held 121 %, not 133 % (3 steps)', 'held 146 %, the
-    most tried', 'nothing down to 68 % held', 'a step could not run: ...'."""
+    """The calibration in a few words: 'held 146 %, not 161 % (4 steps)', 'held 177 %, the
+    most tried (4 steps)', 'nothing down to 56 % of the quote held (4 steps)', 'its step at
+    100 % could not run: ...'."""
     rate, n = held(steps), f"{len(steps)} step{'s' if len(steps) > 1 else ''}"
     error = next((s["error"] for s in steps if s.get("error")), None)
     above = [s for s in steps if rate is not None and s["rate"] > rate * 1.01]

@@ -100,7 +100,7 @@ class Params:
     scenario: tuple = DEFAULT_SCENARIO
     rounds: int = 1
     calibrate: bool = True  # confirm each reference on this host first (calibrate), and use what held
-    calibration_s: float = 15.0  # the window of a calibration step (the capacity study's standard window; the standard profile: 10)
+    calibration_s: float = 15.0  # the window of a calibration step (the capacity study's standard window)
     calibration_rungs: int = calibration.STEPS  # how far the calibration's ladder goes up or down (rungs 1.1 apart)
     naptime_s: float = 5.0  # how often a cell applies autovacuum's ANALYZE rule (the capacity study's steps' value)
     settings: dict[str, str] | None = None

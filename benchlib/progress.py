@@ -107,8 +107,7 @@ class follow:
             return
         if self._bar is None:
             self._bar = _FollowBar(total=state["total"], desc=self.desc, file=sys.stderr, dynamic_ncols=True)
-        self._bar.set_postfix_str(state.get("postfix", ""), refresh=False)
-        self._bar.update(state["n"] - self._bar.n)
+        advanced(self._bar, state.get("postfix", ""), state["n"] - self._bar.n)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):

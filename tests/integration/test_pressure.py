@@ -88,7 +88,8 @@ def test_a_calibrated_run_confirms_the_reference_with_a_capacity_step_once_and_k
     assert all(c["lost"] == 0 and c["duplicates"] == 0 for c in cells)
     assert run.phases["analyzes"].sum() >= 2  # autovacuum's rule applied every 5 s in each cell
     assert set(run.phases["rate_jobs_s"]) == {44.0}
-    assert analysis.calibrations(run.cells).rows[0]["calibration"] == "held 110 %, the most tried (2 steps)"
+    assert {s["seconds"] for s in steps} == {5}  # each step as long as the run's calibration_s
+    assert analysis.calibrations(run.cells).rows[0]["calibration"] == "held 110 % for 5 s, the most tried (2 steps)"
     # the calibration's time is on the first cell's timeline, before its warm-up
     marks = run.events.filter(pl.col("kind") == "step").to_dicts()
     assert [(m["name"], m["detail"], m["cell_key"]) for m in marks] == [

@@ -370,21 +370,21 @@ def test_a_calibration_bisects_the_ladder_from_the_quote_up_or_down_to_the_rung_
     # held the quote and 1.33 x, not 1.61 x, then 1.46 x: within a rung in 4 steps
     up = _ladder(1000, ["pass", "pass", "fail", "pass"])
     assert rates(up) == [1000, 1331, 1611, 1464] and c.held(up) == pytest.approx(1000 * 1.1 ** 4)
-    assert c.words(1000, up) == "held 146 %, not 161 % (4 steps)" and not c.topped(up)
+    assert c.words(1000, up) == "held 146 % for 15 s, not 161 % (4 steps)" and not c.topped(up)
     near = _ladder(1000, ["pass", "fail", "fail"])  # capacity at the quote: 1.33 x, then 1.1 x did not hold
-    assert rates(near) == [1000, 1331, 1100] and c.words(1000, near) == "held 100 %, not 110 % (3 steps)"
+    assert rates(near) == [1000, 1331, 1100] and c.words(1000, near) == "held 100 % for 15 s, not 110 % (3 steps)"
     top = _ladder(1000, ["pass"] * 10)  # at most STEPS rungs up, and said so
     assert rates(top) == [1000, 1331, 1611, 1772] and c.topped(top)
-    assert c.words(1000, top) == "held 177 %, the most tried (4 steps)"
+    assert c.words(1000, top) == "held 177 % for 15 s, the most tried (4 steps)"
     # a failed step at the quote runs once more (a cold first step), a failed rung below it does not
     down = _ladder(1000, ["fail", "fail", "pass", "fail", "fail"])
     assert rates(down) == [1000, 1000, 683, 826, 751] and c.held(down) == pytest.approx(1000 / 1.1 ** 4)
-    assert c.words(1000, down) == "held 68 %, not 75 % (5 steps)"
+    assert c.words(1000, down) == "held 68 % for 15 s, not 75 % (5 steps)"
     assert rates(_ladder(1000, ["fail", "pass", "fail", "fail"])) == [1000, 1000, 1331, 1100]  # held once warm: up
     # an inconclusive step runs once more on any rung; producers short is no hold, and said
     assert rates(_ladder(1000, ["pass", "inconclusive", "pass", "fail", "fail"])) == [1000, 1331, 1331, 1611, 1464]
     short = _ladder(1000, ["pass", "fail", "producer-bound"])
-    assert c.held(short) == 1000 and c.words(1000, short) == "held 100 %, not 110 % (our producers short) (3 steps)"
+    assert c.held(short) == 1000 and c.words(1000, short) == "held 100 % for 15 s, not 110 % (our producers short) (3 steps)"
     # nothing held: at most STEPS rungs below the quote, and no reference
     none = _ladder(1000, ["fail"] * 20)
     assert rates(none) == [1000, 1000, 683, 564] and c.held(none) is None
@@ -399,7 +399,7 @@ def test_a_calibration_step_that_could_not_run_ends_the_ladder_and_says_why():
     assert c.words(1000, broken) == "its step at 100 % could not run: AdapterError: not built"
     later = [{"rate": 1000.0, "verdict": "pass"}, {"rate": 1100.0, "verdict": None, "error": "boom"}]
     assert c.next_rate(1000, later) is None and c.held(later) == 1000
-    assert c.words(1000, later) == "held 100 %; the step above could not run (2 steps): boom"
+    assert c.words(1000, later) == "held 100 % for 15 s; the step above could not run (2 steps): boom"
 
 
 def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_one_shows_what_held():
@@ -414,8 +414,13 @@ def test_runs_published_before_the_calibration_read_as_quoted_and_a_calibrated_o
                         "rate_jobs_s": [350.0, 636.4], "pressure": ["idle_tx"] * 2})
     rows = analysis.calibrations(cal).rows
     assert [r["system"] for r in rows] == ["skip_locked", "pgmq"]  # the registry's order
-    assert rows[1]["calibration"] == "held 91 %, not 100 % (3 steps)"
-    assert rows[0]["calibration"] == "held 100 %, the most tried (1 step)"
+    assert rows[1]["calibration"] == "held 91 % for 15 s, not 100 % (3 steps)"  # published before steps kept theirs
+    assert rows[0]["calibration"] == "held 100 % for 15 s, the most tried (1 step)"
+    # a soak's steps last one of its windows, and say so: held means held that long
+    minute = '[{"rate": 500.0, "seconds": 60.0, "verdict": "pass"}, {"rate": 550.0, "seconds": 60.0, "verdict": "fail"}]'
+    (soaked,) = analysis.calibrations(cal.filter(pl.col("system") == "skip_locked").with_columns(
+        calibration=pl.lit(minute))).rows
+    assert soaked["calibration"] == "held 100 % for 60 s, not 110 % (2 steps)"
     # a resumed run that calibrated pgmq again for a pressure added before its cached cells: both, named
     again = pl.concat([cal, cal.filter(pl.col("system") == "pgmq").with_columns(
         pressure=pl.lit("bursts"), calibration=pl.lit('[{"rate": 1000.0, "verdict": "pass"}]'),

@@ -9,7 +9,9 @@ measures where the system's capacity lies on this host on a ladder of rungs 1.1 
 capacity study's confirmation margin) around the quote, each rung one capacity step
 (capacity.run_step: the system installed in a database of its own, a warm-up, a window judged
 by that study's criterion, every job reconciled), its producers in the harness's process as in
-the cells:
+the cells. The window is as long as what the reference must hold for (Params.calibration_s): 15 s
+for the standard pressures, whose phases last 10 - 25 s; a soak window, 60 s, for the soak, since
+rates that passed one 15 s window at the edge failed within 17 s of a 60 s step (2026-12-07).
 
 - the quote first, then a bisection of the ladder, STEPS rungs either side (1.77 x up to
   0.56 x): the next step is the middle rung between the highest that held and the lowest above
@@ -38,6 +40,7 @@ from benchlib.errors import kept_reason
 from benchlib.studies.capacity import measure as capacity
 
 STEPS = 6  # rungs either side of the quote (Params.calibration_rungs): 1.1^6, 1.77 x it above and 0.56 x below
+UNRECORDED_S = 15.0  # a step's window where its row lacks one: every run before steps kept theirs ran 15 s (manifests)
 WARMUP_S = 2.0  # the capacity study's standard warm-up
 PURPOSE = "calibrate"
 
@@ -92,18 +95,24 @@ def _percent(quote: float, rate: float) -> str:
     return f"{round(100 * rate / quote)} %"
 
 
+def step_s(steps: Sequence[dict[str, Any]]) -> float:
+    """How long each step's window was: what "held" means (a rate can hold for 15 s and not for 60)."""
+    return float(next((s["seconds"] for s in steps if s.get("seconds")), UNRECORDED_S))
+
+
 def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
-    """The calibration in a few words: 'held 146 %, not 161 % (4 steps)', 'held 177 %, the
-    most tried (4 steps)', 'nothing down to 56 % of the quote held (4 steps)', 'its step at
-    100 % could not run: ...'."""
+    """The calibration in a few words: 'held 146 % for 15 s, not 161 % (4 steps)', 'held 177 %
+    for 15 s, the most tried (4 steps)', 'nothing down to 56 % of the quote held for 15 s (4
+    steps)', 'its step at 100 % could not run: ...'."""
     rate, n = held(steps), f"{len(steps)} step{'s' if len(steps) > 1 else ''}"
     error = next((s["error"] for s in steps if s.get("error")), None)
     above = [s for s in steps if rate is not None and s["rate"] > rate * 1.01]
+    held_for = f"for {step_s(steps):g} s"
     if rate is None:
         if error:
             return f"its step at {_percent(quote, steps[-1]['rate'])} could not run: {error}"
-        return f"nothing down to {_percent(quote, min(s['rate'] for s in steps))} of the quote held ({n})"
-    out = f"held {_percent(quote, rate)}"
+        return f"nothing down to {_percent(quote, min(s['rate'] for s in steps))} of the quote held {held_for} ({n})"
+    out = f"held {_percent(quote, rate)} {held_for}"
     if error:
         return out + f"; the step above could not run ({n}): {error}"
     if topped(steps):
@@ -119,8 +128,11 @@ async def calibrate(target: Any, name: str, quote: float, batch: int | None, con
     """The calibration steps of system `name` on the ladder around `quote` (next_rate), each in a
     database made for it and dropped after; `held(steps)` is the reference."""
     system = queues.get(name, "postgres")
+    # a step longer than the capacity study's window is its long hold: looked at each second from
+    # then on, and ended where its backlog grows beyond doubt (a soak's 60 s steps that fail)
     plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
-                              warmup_s=WARMUP_S, window_s=window_s, naptime_s=naptime_s)
+                              warmup_s=WARMUP_S, window_s=min(window_s, capacity.Params.window_s),
+                              naptime_s=naptime_s)
     db = f"benchlib_calibrate_{name.replace('-', '_')}"
     steps: list[dict[str, Any]] = []
     while (rate := next_rate(quote, steps, rungs)) is not None:
@@ -132,7 +144,7 @@ async def calibrate(target: Any, name: str, quote: float, batch: int | None, con
             row = {"verdict": None, "error": kept_reason(err)}
         finally:
             await target.drop_database(db)
-        steps.append({"rate": rate, "verdict": row["verdict"], "reason": row.get("reason"),
+        steps.append({"rate": rate, "seconds": window_s, "verdict": row["verdict"], "reason": row.get("reason"),
                       "e2e_p99_ms": row.get("e2e_p99_ms"), "error": row.get("error")})
         timeline.mark("step", PURPOSE, f"{rate:,.0f} jobs/s: {row['verdict'] or 'could not run'}")  # the first cell's time
         step(f"calibrate {rate:,.0f}/s {row['verdict'] or 'error'}")

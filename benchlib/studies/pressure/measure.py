@@ -513,9 +513,11 @@ def _settings(system: Any, consumers_: int, batch: int | None) -> str:
 
 
 async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int,
-                   on_phase: Callable[[str], None], calibrated: list[dict[str, Any]] | None = None) -> Rows:
+                   on_phase: Callable[[str, str], None], calibrated: list[dict[str, Any]] | None = None) -> Rows:
     """One system under one pressure (Params.cell_phases) in a database of its own, at `load` x its
-    reference: the quote, or where the `calibrated` steps found one, the highest rate that held; its rows."""
+    reference: the quote, or where the `calibrated` steps found one, the highest rate that held; its rows.
+    `on_phase(name, note)` as each phase starts; the note names the base rate the cell runs at (a
+    calibrated one is not the cell key's nominal rate_jobs_s, a share of the quote)."""
     quote, batch = reference(p, name)
     ref = quote if calibrated is None else calibration.held(calibrated)
     if ref is None:  # nothing held here: the cell does not run, and its row says why, with the steps
@@ -532,7 +534,7 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
                            producers=p.producers)
     hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),
                                      lambda running: _statistics(cell_db, p.naptime_s, analyzed, running)),
-                         phase_started=lambda ph: on_phase(ph.name), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
+                         phase_started=lambda ph: on_phase(ph.name, f"base {p.load * ref:,.0f} jobs/s"), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
     started_at = utc_now()
     try:
         ran = await engine.run_cell(system, cell_db, plan, timeline.mark, hooks)
@@ -621,8 +623,8 @@ async def measure(p: Params, cell: Cell, target: Any, state: dict, step: Callabl
         finally:
             await conn.close()
 
-    def on_phase(phase: str) -> None:
-        step(phase, advance=int(phase != "warmup"))
+    def on_phase(phase: str, note: str) -> None:
+        step(f"{phase} ({note})", advance=int(phase != "warmup"))
 
     calibrated = state.setdefault("calibrated", {})  # once a run and system, before its first cell
     if p.calibrate and name not in calibrated:

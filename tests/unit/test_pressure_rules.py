@@ -317,6 +317,25 @@ def test_a_soak_stopped_part_way_names_the_systems_its_profile_has_not_soaked_ye
     assert report.unsoaked("no-such-profile", []) == []
 
 
+def test_a_system_soaked_by_an_earlier_method_is_neither_shown_nor_counted_and_is_named():
+    """The soak's reference must hold as long as its profile's calibration steps say (60 s): a system
+    whose published soak found its reference with 15 s steps, or with none, was measured otherwise.
+    Its rows leave the soak's tables, findings and figure, and the page names it for re-measuring."""
+    from benchlib.studies.pressure import report
+    minute = '[{"rate": 500.0, "seconds": 60.0, "verdict": "pass"}]'
+    quarter = '[{"rate": 500.0, "verdict": "pass"}]'  # published before steps kept their length: 15 s
+    cells = pl.DataFrame({"system": ["pgmq", "pgqrs", "awa", "chancy"], "pressure": ["soak"] * 3 + ["idle_tx"],
+                          "calibration": [minute, quarter, None, quarter], "cell_key": ["k1", "k2", "k3", "k4"]})
+    assert report.outdated("soak", cells) == {"pgqrs": 60.0, "awa": 60.0}  # a pressure cell is not the soak's
+    assert report.outdated("smoke", cells) == {}  # its soak does not calibrate, and names skip_locked only
+    phases = pl.DataFrame({"system": ["pgmq", "pgqrs", "chancy"], "cell_key": ["k1", "k2", "k4"]})
+    kept = report._current({"cells": cells, "phases": phases, "events": None}, ["pgqrs", "awa"])
+    assert kept["cells"]["system"].to_list() == ["pgmq", "chancy"] and kept["phases"]["cell_key"].to_list() == ["k1", "k4"]
+    (said,) = [f.text() for f in report._soak_findings(frame([], measure.PHASES), [], {"pgqrs": 60.0, "awa": 60.0})]
+    assert said == ("Not shown: pgqrs and awa, soaked before a soak's reference had to hold for 60 s. "
+                    "`make report PROFILE=soak` measures them again.")
+
+
 def test_the_page_explains_pgqrs_from_the_code_of_the_version_we_pin():
     """The soak's note on pgqrs cites its source at a tag: pinning another pgqrs makes this fail
     until someone re-reads that version's dequeue and rewrites or drops the note."""

@@ -27,28 +27,68 @@ def _judged(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return analysis.judged(tables["cells"], tables["phases"])
 
 
-def unsoaked(profile: str, soaked: Iterable[str]) -> list[str]:
-    """The systems that `profile`'s soak runs name and that have no published soak cell: the soak
-    stopped before them (each system is a run of its own, published as it finishes)."""
+def _soak_plan(profile: str) -> dict[str, measure.Params]:
+    """Each system `profile`'s soak runs name, in order, with its run's parameters (none where
+    `profile` is not a profile of this study: a notebook's own data plans nothing)."""
     from benchlib import sweeps  # the profiles know every study: imported when a report is rendered
     try:
         runs = sweeps.load(measure.STUDY, profile)
     except BenchError:
-        return []  # not a profile of this study (a notebook's own data): nothing was planned
-    planned = [s for run in runs if measure.Params(**run).pressures == (analysis.SOAK,) for s in run["systems"]]
-    return [s for s in dict.fromkeys(planned) if s not in set(soaked)]
+        return {}
+    out: dict[str, measure.Params] = {}
+    for run in runs:
+        p = measure.Params(**run)
+        if p.pressures == (analysis.SOAK,):
+            out.update({s: p for s in run["systems"] if s not in out})
+    return out
 
 
-def _soak_findings(phases: pl.DataFrame, missing: list[str] = ()) -> list[Finding]:
+def unsoaked(profile: str, soaked: Iterable[str]) -> list[str]:
+    """The systems that `profile`'s soak runs name and that have no published soak cell: the soak
+    stopped before them (each system is a run of its own, published as it finishes)."""
+    return [s for s in _soak_plan(profile) if s not in set(soaked)]
+
+
+def outdated(profile: str, cells: pl.DataFrame) -> dict[str, float]:
+    """The soaked systems whose published cell found its reference otherwise than `profile` asks
+    now (steps of another length, or no calibration), each with the step length asked: measured by
+    an earlier method, so the report neither shows nor counts them, and the next `make report
+    PROFILE=soak` measures them again (the parameters are in their cells' keys)."""
+    plan = _soak_plan(profile)
+    out: dict[str, float] = {}
+    for r in cells.filter(pl.col("pressure") == analysis.SOAK).iter_rows(named=True):
+        p = plan.get(r["system"])
+        steps = json.loads(r["calibration"]) if r.get("calibration") else None
+        if p is not None and (p.calibrate != (steps is not None)
+                              or (steps and calibration.step_s(steps) != p.calibration_s)):
+            out[r["system"]] = p.calibration_s
+    return out
+
+
+def _current(tables: dict[str, pl.DataFrame | None], old: Iterable[str]) -> dict[str, pl.DataFrame | None]:
+    """`tables` without the soak cells of the `old` systems (outdated), every table by cell key."""
+    cells = tables.get("cells")
+    if cells is None or not old:
+        return tables
+    gone = cells.filter((pl.col("pressure") == analysis.SOAK) & pl.col("system").is_in(list(old)))["cell_key"]
+    return {t: df if df is None or "cell_key" not in df.columns else df.filter(~pl.col("cell_key").is_in(gone))
+            for t, df in tables.items()}
+
+
+def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str, float] | None = None) -> list[Finding]:
     """Drift, said only of the systems whose every window kept up (a backlog that grows makes p99
-    grow for another reason); who fell behind in a minute; who has not been soaked yet."""
+    grow for another reason); who fell behind in a minute; who has not been soaked yet, or was by
+    an earlier method (`old`, not in `phases`)."""
+    last = [Finding("pressure", "Not shown: {who}, soaked before a soak's reference had to hold for {s} s. "
+                    "`make report PROFILE=soak` measures them again.",
+                    {"who": names(list(old)), "s": max(old.values())})] if old else []
     drifts = analysis.drift(phases)
     if not drifts:
-        return []
+        return last
+    out = []
     steady = analysis.steady(drifts)
     behind = [s for s in drifts if s not in steady]
     minutes = analysis.soak_minutes(drifts)
-    out = []
     if steady:
         for what, key in (("p99", "p99_slope"), ("their tables' size", "mb_slope")):
             grew = [s for s, d in steady.items() if analysis.trend(d[key]) == "grows"]
@@ -74,7 +114,7 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = ()) -> list[Findin
     if missing:
         out.append(Finding("pressure", "Not soaked yet: {who}. The soak stopped before them; `make report "
                            "PROFILE=soak` measures only them.", {"who": names(list(missing))}))
-    return out
+    return out + last
 
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
@@ -104,8 +144,11 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     """Who came back from every pressure and the slowest return; who was not back; what an idle
     transaction did to latency and tables; lost and twice over reconciled jobs."""
     soaked = tables["cells"].filter(pl.col("pressure") == analysis.SOAK)
-    missing = unsoaked(manifests[0]["profile"], soaked["system"]) if soaked.height and manifests else []
-    out = _soak_findings(tables["phases"], missing) + _calibration(analysis.pressed(tables["cells"]))
+    profile = manifests[0]["profile"] if manifests else ""
+    missing = unsoaked(profile, soaked["system"]) if soaked.height else []
+    old = outdated(profile, soaked)
+    tables = _current(tables, old)
+    out = _soak_findings(tables["phases"], missing, old) + _calibration(analysis.pressed(tables["cells"]))
     j = _judged(tables)
     summary = analysis.summary(j)
     if not summary:
@@ -188,15 +231,21 @@ def spread(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> str | None
 
 def _soak_context(soak: dict[str, pl.DataFrame | None], profile: str,
                   figure: Callable[[str, alt.TopLevelMixin], Path]) -> dict[str, Any] | None:
-    """The soak's part of the page, from its own tables (`profile`'s: this one's, or `soak`)."""
-    phases, cells = soak.get("phases"), soak.get("cells")
+    """The soak's part of the page, from its own tables (`profile`'s: this one's, or `soak`), without
+    the systems soaked by an earlier method (outdated), which it names."""
+    cells = soak.get("cells")
     soaked = None if cells is None else cells.filter(pl.col("pressure") == analysis.SOAK)
     if soaked is None or not soaked.height:
         return None
+    old, missing = outdated(profile, soaked), unsoaked(profile, soaked["system"])
+    soak = _current(soak, old)
+    phases, cells = soak.get("phases"), soak["cells"]
+    soaked = cells.filter(pl.col("pressure") == analysis.SOAK)
     drifts = analysis.drift(phases) if phases is not None else {}
     ran = soaked.filter(pl.col("error").is_null())
     out = {"errors": soaked.filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
-           "table": None, "missing": unsoaked(profile, soaked["system"])}
+           "table": None, "missing": missing,
+           "outdated": {"systems": list(old), "seconds": max(old.values())} if old else None}
     if drifts:
         out |= {"table": analysis.drift_table(phases).markdown(), "figure": figure("soak_minutes", charts.soak(phases)),
                 "minutes": sig(analysis.soak_minutes(drifts)),

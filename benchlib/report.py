@@ -208,7 +208,10 @@ def build(profile: str = "standard", *, data_dir: Path | None = None, figures_di
     with outputs.locked(data_dir):
         for name in studies:  # a profile of one study only (seed) has no section for the others
             study = STUDIES[name]
-            section = {"name": name, "title": study.report.TITLE, "question": study.report.QUESTION,
+            # a profile asking a question of its own (the pressure study's soak) heads its section with it
+            title, question = getattr(study.report, "HEADINGS", {}).get(profile, (study.report.TITLE,
+                                                                                  study.report.QUESTION))
+            section = {"name": name, "title": title, "question": question,
                        "place": study.report.PLACE, "page": f"{pages.name}/{name}.md", "findings": [],
                        "spread": None, "key": None, "scorecard": {}}
             loaded = {t: load_profile(data_dir, name, profile, t) for t in _reported(study.measure)}

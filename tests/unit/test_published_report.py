@@ -144,6 +144,20 @@ def test_every_published_front_page_counts_what_it_measured_and_shows_no_empty_t
         assert not empty, (profile, empty)
 
 
+def test_every_published_section_is_headed_by_the_question_its_profile_answers():
+    """2026-12-07: the soak page asked which systems keep up while a transaction holds VACUUM back,
+    under the pressure study's title, above findings about drift over 15 minutes."""
+    checked = 0
+    for profile, text in _front_pages().items():
+        for study in STUDIES.values():
+            heading = getattr(study.report, "HEADINGS", {}).get(profile)
+            if heading:
+                assert "## " + heading[0] in text and heading[1] in text, profile
+                assert "## " + study.report.TITLE not in text, profile
+                checked += 1
+    assert checked, "no published profile has a heading of its own: the soak page should"
+
+
 def test_every_link_of_every_published_page_leads_to_a_file_that_exists():
     from benchlib.outputs import PUBLISHED, for_profile
 

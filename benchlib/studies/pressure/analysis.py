@@ -18,7 +18,10 @@ own. Handled twice counts every acknowledged job; lost counts only cells whose d
 A **soak** cell (`pressure` == measure.SOAK) has no pressure: its load phases are windows of one
 length, and its finding is the **drift**: the least-squares slope, per minute, of each window's
 p99 and of the tables' size at each window's end, with its 95 % interval (capacity's
-slope_interval over the windows). It *grows* or *shrinks* only where the interval excludes 0.
+slope_interval over the windows). It *grows* or *shrinks* only where the interval excludes 0, and
+is claimed only of a system that kept up in every window. The slopes are fitted from the window
+after the first START_UP_WINDOWS: those hold the start-up (workers connecting, the tables' first
+pages), whose p99 would otherwise read as a drift down.
 """
 from __future__ import annotations
 
@@ -45,6 +48,8 @@ NOT_BACK = "not back"
 CLEAN_MISSED = {"fail": "fell behind", "producer-bound": "producers short", "inconclusive": "unclear",
                 None: "not measured"}  # a cell with no clean phase row
 VACUUMED = "vacuumed"
+START_UP_WINDOWS = 1
+NOT_CLAIMED = "not claimed"  # a drift's words where a window did not keep up
 
 
 def upgrade(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
@@ -224,7 +229,7 @@ def bloat(phases: pl.DataFrame) -> Table:
             continue  # one cell's clean phase stands for the clean phase
         per = (lambda v: sig(v / jobs * 1000) if v is not None and jobs else "–")
         row[f"{name}: dead tuples / 1k jobs"] = VACUUMED if r["autovacuums"] else per(r["dead_tup_growth"])
-        row[f"{name}: kB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)
+        row[f"{name}: KiB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)
     return Table(list(rows.values()))
 
 
@@ -235,7 +240,7 @@ def pressed(df: pl.DataFrame) -> pl.DataFrame:
 
 def windows(phases: pl.DataFrame) -> pl.DataFrame:
     """A soak's windows (round 0), in order per system: `minute` at each window's end, the tables'
-    size then (`mb`: their growth since the soak began, summed window by window)."""
+    size then (`mb`: their growth since the soak began, summed window by window, in MiB)."""
     part = phases.filter((pl.col("pressure") == SOAK) & (pl.col("round") == 0) & (pl.col("kind") == "load"))
     return (part.sort("system", "started_s")
             .with_columns(minute=(pl.col("started_s") + pl.col("seconds")) / 60.0,
@@ -262,23 +267,25 @@ def drift(phases: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """Per soaked system: its windows and their mean measured length, how many kept up (the
     capacity criterion), the first that fell behind (1-based; None: none did), how many our
     producers fell short in, throughput and p99 in the first and last window, the slopes of p99
-    (ms/min) and of size (MB/min) with their intervals, the peak dead tuples and the autovacuum
-    runs over the soak."""
+    (ms/min) and of size (MiB/min) with their intervals (from the window after the start-up), the
+    size gained per 1,000 jobs handled (KiB), the peak dead tuples and the autovacuum runs."""
     out: dict[str, dict[str, Any]] = {}
     per_system = {system: w for (system,), w in windows(phases).group_by("system", maintain_order=True)}
     for system in system_order(per_system):  # the registry's order, as every table and chart has it
         rows = per_system[system].to_dicts()
-        p99 = [r["e2e_p99_ms"] for r in rows if r["e2e_p99_ms"] is not None]
+        fitted = rows[START_UP_WINDOWS:]
+        p99 = [r["e2e_p99_ms"] for r in fitted if r["e2e_p99_ms"] is not None]
         window_s = sum(r["seconds"] for r in rows) / len(rows)  # each window as long as it measured
+        jobs = sum((r["completed_jobs_s"] or 0) * (r["seconds"] or 0) for r in rows)
         out[system] = {
             "windows": len(rows), "window_s": window_s, "kept": sum(r["verdict"] == "pass" for r in rows),
             "first_fail": next((i + 1 for i, r in enumerate(rows) if r["verdict"] == "fail"), None),
             "short": sum(r["verdict"] == "producer-bound" for r in rows),  # windows our producers fell short in
             "jobs_s": (rows[0]["completed_jobs_s"], rows[-1]["completed_jobs_s"]),
             "p99_ms": (rows[0]["e2e_p99_ms"], rows[-1]["e2e_p99_ms"]),
-            "p99_slope": _slope(p99, window_s) if len(p99) == len(rows) else None,
-            "mb_slope": _slope([r["mb"] for r in rows], window_s),
-            "mb_end": rows[-1]["mb"],
+            "p99_slope": _slope(p99, window_s) if len(p99) == len(fitted) else None,
+            "mb_slope": _slope([r["mb"] for r in fitted], window_s),
+            "mb_end": rows[-1]["mb"], "kib_per_1k": rows[-1]["mb"] * 1024 / jobs * 1000 if jobs else None,
             "dead_peak": max((r["dead_tup_peak"] for r in rows if r["dead_tup_peak"] is not None), default=None),
             "autovacuums": sum(r["autovacuums"] or 0 for r in rows),
         }
@@ -297,25 +304,29 @@ def soak_minutes(drifts: dict[str, dict[str, Any]]) -> float | int:
     return int(m) if float(m).is_integer() else m
 
 
-def _with_interval(slope: tuple[float, float, float] | None) -> str:
-    """'0.31 [0.12, 0.50]: grows'."""
+def _with_interval(slope: tuple[float, float, float] | None, claimed: bool) -> str:
+    """'0.31 [0.12, 0.50]: grows'; where no drift is `claimed` (a window fell behind) the numbers
+    only, with NOT_CLAIMED."""
     if slope is None or not all(math.isfinite(x) for x in slope):
         return "–"
-    return f"{sig(slope[0])} [{sig(slope[1])}, {sig(slope[2])}]: {trend(slope)}"
+    return f"{sig(slope[0])} [{sig(slope[1])}, {sig(slope[2])}]: {trend(slope) if claimed else NOT_CLAIMED}"
 
 
 def drift_table(phases: pl.DataFrame) -> Table:
     """One row per soaked system: the windows kept up, first → last throughput and p99, the drifts."""
     rows = []
-    for system, d in drift(phases).items():
+    drifts = drift(phases)
+    kept = steady(drifts)
+    for system, d in drifts.items():
         (j0, j1), (p0, p1) = d["jobs_s"], d["p99_ms"]
         rows.append({
             "system": system, "windows kept up": f"{d['kept']}/{d['windows']}",
             "jobs/s, first → last": f"{fmt(j0)} → {fmt(j1)}",
             "p99 ms, first → last": f"{sig(p0)} → {sig(p1)}",
-            "p99 drift, ms/min [95 %]": _with_interval(d["p99_slope"]),
-            "size drift, MB/min [95 %]": _with_interval(d["mb_slope"]),
-            "size gained, MB": sig(d["mb_end"]), "dead tuples, peak": fmt(d["dead_peak"]),
+            "p99 drift, ms/min [95 %]": _with_interval(d["p99_slope"], system in kept),
+            "size drift, MiB/min [95 %]": _with_interval(d["mb_slope"], system in kept),
+            "size gained, MiB": sig(d["mb_end"]), "KiB / 1k jobs": sig(d["kib_per_1k"]),
+            "dead tuples, peak": fmt(d["dead_peak"]),
             "autovacuum runs": fmt(d["autovacuums"]),
         })
     return Table(rows)

@@ -47,7 +47,7 @@ def timelines(seconds: pl.DataFrame, phases: pl.DataFrame, judged: pl.DataFrame)
                   "own y-axis; the pressure shaded red.")
 
 
-SOAK_METRICS = {"completed_jobs_s": "jobs/s", "e2e_p99_ms": "p99 (ms)", "mb": "size gained (MB)"}
+SOAK_METRICS = {"completed_jobs_s": "jobs/s", "e2e_p99_ms": "p99 (ms)", "mb": "size gained (MiB)"}
 
 
 def soak(phases: pl.DataFrame) -> alt.TopLevelMixin:
@@ -70,7 +70,7 @@ def soak(phases: pl.DataFrame) -> alt.TopLevelMixin:
     drifts = analysis.drift(phases)
     steady = analysis.steady(drifts)
     grew = [s for s, d in steady.items() if analysis.trend(d["p99_slope"]) == "grows"]
-    text = (f"p99 grew beyond doubt in {len(grew)} of the {len(steady)} systems that kept up in every window" if steady
+    text = (f"p99 grew in {len(grew)} of the {len(steady)} systems that kept up in every window" if steady
             else "Each soaked system, minute by minute")
     return stated(chart, text, f"Each window's completions per second, its jobs' p99 (first handling - intended "
                   f"instant) and the tables' size gained since the start, at each window's end, over "

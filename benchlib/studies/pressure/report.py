@@ -19,6 +19,8 @@ TITLE = "Pressure: each system at 70 % of its capacity, pressed on, and how soon
 PLACE = 6.5  # after chaos: the other bad day
 QUESTION = ("Which systems keep up while a transaction holds VACUUM back, readers scan their tables, or load "
             "spikes, and how soon are they back?")
+HEADINGS = {"soak": ("Soak: each system at 70 % of its capacity for minutes on end, and what drifts",
+                      "Do p99 and the tables' size drift while each system runs at 70 % of its capacity for minutes?")}
 KEY_CHART = ("pressure_timelines", "soak_minutes")  # the soak profile draws only the second
 COLUMN = "pressures: held, back"
 
@@ -93,10 +95,10 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str,
         for what, key in (("p99", "p99_slope"), ("their tables' size", "mb_slope")):
             grew = [s for s, d in steady.items() if analysis.trend(d[key]) == "grows"]
             out.append(Finding("pressure", "Over a {m}-minute soak, " + what
-                               + " grew beyond doubt in {n} of the {k} systems that kept up in every window"
+                               + " grew in {n} of the {k} systems that kept up in every window"
                                + (": {who}." if grew else "."),
                                {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
-                               interval="one run each, the slope's 95 % interval",
+                               interval="one run each; its slope's 95 % interval above 0, from the second window",
                                cells=tuple(f"postgres/{s}" for s in steady)))
     fell = [f"{s} (from window {drifts[s]['first_fail']} of {drifts[s]['windows']}"
             + (f", our producers short in {plural(drifts[s]['short'], 'window')})" if drifts[s]["short"] else ")")
@@ -109,7 +111,7 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str,
     unjudged = [s for s in behind if drifts[s]["first_fail"] is None]
     if unjudged:
         out.append(Finding("pressure", "{who}: not every window of the soak was judged kept up (producers short or "
-                           "unclear), so no drift is claimed for them.", {"who": names(unjudged)},
+                           "unclear), so no drift is claimed.", {"who": names(unjudged)},
                            cells=tuple(f"postgres/{s}" for s in unjudged)))
     if missing:
         out.append(Finding("pressure", "Not soaked yet: {who}. The soak stopped before them; `make report "
@@ -125,11 +127,11 @@ def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[st
         if not r["clean_ok"]:
             text = f"clean phase {next(iter(r['clean_missed']))}"  # the worst reason
         else:
-            text = f"{r['held']}/{r['judged']} held"
+            text = f"{r['held']}/{r['judged']} held" + (f" ({len(r['short'])} not judged)" if r["short"] else "")
             if r["not_back"]:
                 text += f", {len(r['not_back'])} not back"
             elif r["slowest"] is not None:
-                text += f", back within {sig(r['slowest'])} s"
+                text += f", back within {sig(max(r['slowest'], 1))} s"  # its seconds are whole, as on the page
         out[system] = {COLUMN: text}
     return out
 
@@ -156,8 +158,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     clean = {s: r for s, r in summary.items() if r["clean_ok"]}
     every = [s for s, r in clean.items() if r["judged"] and r["back"] == r["judged"]]
     slowest = max((clean[s]["slowest"] for s in every), default=None)
-    out.append(Finding("pressure", "{ok} of {n} systems were back from every pressure within its recovery phase"
-                       + (", the slowest after {slow} s" if slowest is not None else "") + ": {who}.",
+    out.append(Finding("pressure", "{ok} of {n} systems were back within the recovery phase from every pressure "
+                       "judged" + (", the slowest after {slow} s" if slowest is not None else "") + ": {who}.",
                        {"ok": len(every), "n": len(clean), "slow": slowest, "who": names(every)},
                        interval="one run per system", cells=tuple(f"postgres/{s}" for s in clean)))
     late = [f"{s} (after {', '.join(r['not_back'])})" for s, r in clean.items() if r["not_back"]]
@@ -167,18 +169,19 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     before = {s: r for s, r in summary.items() if not r["clean_ok"]}
     if before:
         of = "their capacity here" if _calibrated(analysis.pressed(tables["cells"])) else "the quoted capacity"
-        out.append(Finding("pressure", "Not judged, their clean phase not keeping up at 70 % of " + of + ": {who}.",
+        out.append(Finding("pressure", "Not judged, their clean phase not shown to keep up at 70 % of " + of
+                           + ": {who}.",
                            {"who": names([f"{s} ({_missed(r)})" for s, r in before.items()])},
                            cells=tuple(f"postgres/{s}" for s in before)))
-    idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")
-                    & pl.col("p99_ratio").is_not_null())
+    idle = j.filter((pl.col("round") == 0) & pl.col("system").is_in(list(clean)) & (pl.col("holder") == "idle_xid")
+                    & pl.col("p99_ratio").is_not_null())  # the systems judged, as the findings above
     if idle.height:
         top = idle.sort("p99_ratio", descending=True).row(0, named=True)
         out.append(Finding("pressure", "Under an idle transaction holding the horizon, p99 rose at most {r} ({who}); "
                            "the median system's rose {m}.",
                            {"r": Ratio(top["p99_ratio"]), "who": top["system"],
                             "m": Ratio(float(idle["p99_ratio"].median()))},
-                           interval="one run per system, the held phase against the clean one",
+                           interval="one run per system, the holder's phase against the clean one",
                            cells=tuple(f"postgres/{s}" for s in idle["system"])))
     return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
 

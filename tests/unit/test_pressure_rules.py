@@ -132,6 +132,23 @@ def test_the_scorecard_counts_the_pressures_not_judged_and_rounds_a_return_as_th
     assert report.scorecard(tables, [])["a"] == {report.COLUMN: "1/1 held (1 not judged), back within 1 s"}
 
 
+def test_a_system_not_judged_is_not_named_by_what_its_holders_did():
+    """2026-12-07: the report said graphile-worker was not judged (a clean phase unclear) and, in the
+    next line, named it for the largest p99 rise under an idle transaction."""
+    from benchlib.studies.pressure import report
+    cells, phases = _tables()
+    over = pl.col("kind") == "overload"
+    idle = phases.with_columns(pressure=pl.lit("idle_tx"), kind=pl.when(over).then(pl.lit("hold")).otherwise("kind"),
+                               holder=pl.when(over).then(pl.lit("idle_xid")).otherwise(None))
+    cells = pl.concat([cells, cells.filter(pl.col("pressure") == "overload").with_columns(pressure=pl.lit("idle_tx"))])
+    said = " ".join(f.text() for f in report.findings({"cells": cells, "phases": pl.concat([phases, idle])}, []))
+    assert "Under an idle transaction holding the horizon, p99 rose at most" in said and "(a)" in said
+    unclear = phases.with_columns(verdict=pl.when(pl.col("phase") == "clean").then(pl.lit("inconclusive"))
+                                  .otherwise("verdict"))
+    said = " ".join(f.text() for f in report.findings({"cells": cells, "phases": pl.concat([unclear, idle])}, []))
+    assert "Not judged" in said and "Under an idle transaction" not in said
+
+
 def test_a_clean_phase_that_fell_behind_judges_nothing():
     cells, phases = _tables(clean_ok=False)
     j = analysis.judged(cells, phases)

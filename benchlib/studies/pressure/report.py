@@ -98,7 +98,7 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str,
                                + " grew in {n} of the {k} systems that kept up in every window"
                                + (": {who}." if grew else "."),
                                {"m": minutes, "n": len(grew), "k": len(steady), "who": names(grew)},
-                               interval="one run each; its slope's 95 % interval above 0, from the second window",
+                               interval="one run each; slope's 95 % interval above 0 from window 2",
                                cells=tuple(f"postgres/{s}" for s in steady)))
     fell = [f"{s} (from window {drifts[s]['first_fail']} of {drifts[s]['windows']}"
             + (f", our producers short in {plural(drifts[s]['short'], 'window')})" if drifts[s]["short"] else ")")
@@ -178,7 +178,7 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     if idle.height:
         top = idle.sort("p99_ratio", descending=True).row(0, named=True)
         out.append(Finding("pressure", "Under an idle transaction holding the horizon, p99 rose at most {r} ({who}); "
-                           "the median system's rose {m}.",
+                           "the median over the systems judged was {m}.",
                            {"r": Ratio(top["p99_ratio"]), "who": top["system"],
                             "m": Ratio(float(idle["p99_ratio"].median()))},
                            interval="one run per system, the holder's phase against the clean one",

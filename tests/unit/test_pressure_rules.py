@@ -509,3 +509,11 @@ def test_a_cell_without_a_clean_phase_row_is_not_measured_there_and_breaks_no_se
     assert not r["clean_ok"] and r["clean_missed"] == {"not measured": 1}
     from benchlib.studies.pressure import report
     assert report._missed(r) == "not measured in 1 of 1 cells"
+
+
+def test_the_default_scenario_is_the_standard_profiles():
+    """2026-12-07: Params' default still held 12 s pressures and 30 s recoveries after the standard
+    profile moved to 10 s and 25 s, and its comment said the profile repeated it."""
+    from benchlib import sweeps
+    pressing = [r for r in sweeps.load("pressure", "standard") if measure.Params(**r).pressures != (measure.SOAK,)]
+    assert pressing and all([dict(p) for p in r["scenario"]] == list(measure.DEFAULT_SCENARIO) for r in pressing)

@@ -64,18 +64,18 @@ MIN_BACKLOG = 1
 SOAK = "soak"  # a soak cell's `pressure`: the whole scenario, no pressure in it
 MIN_WINDOWS = 3  # a soak's load phases (its windows): a slope and its interval need three
 
-# the standard scenario (profiles/pressure.yaml repeats it as data; this is the notebook's default)
+# the standard profile's scenario (profiles/pressure.yaml holds it as data): Params' default
 DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
     {"name": "warmup", "kind": "warmup", "seconds": 3},
     {"name": "clean", "kind": "load", "seconds": 10},
-    {"name": "idle_tx", "kind": "hold", "seconds": 12, "holder": "idle_xid"},
-    {"name": "after_idle_tx", "kind": "recover", "seconds": 30},
-    {"name": "readers", "kind": "hold", "seconds": 12, "holder": "active_readers"},
-    {"name": "after_readers", "kind": "recover", "seconds": 30},
-    {"name": "overload", "kind": "overload", "seconds": 12, "rate": 1.5},
-    {"name": "after_overload", "kind": "recover", "seconds": 30},
+    {"name": "idle_tx", "kind": "hold", "seconds": 10, "holder": "idle_xid"},
+    {"name": "after_idle_tx", "kind": "recover", "seconds": 25},
+    {"name": "readers", "kind": "hold", "seconds": 10, "holder": "active_readers"},
+    {"name": "after_readers", "kind": "recover", "seconds": 25},
+    {"name": "overload", "kind": "overload", "seconds": 10, "rate": 1.5},
+    {"name": "after_overload", "kind": "recover", "seconds": 25},
     {"name": "bursts", "kind": "burst", "seconds": 20, "rate": 3.5, "on_s": 2, "every_s": 10},
-    {"name": "after_bursts", "kind": "recover", "seconds": 30},
+    {"name": "after_bursts", "kind": "recover", "seconds": 25},
     {"name": "drain", "kind": "drain", "seconds": 60},
 )
 

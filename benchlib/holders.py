@@ -16,7 +16,9 @@ next cell starts (METHOD rule 1: killing a client does not end its backend).
   ACCESS SHARE locks on those tables (a TRUNCATE waits for them).
 
 Every holder is started with `start(target, admin)` and ended with `stop(admin)`, which
-returns only once the server no longer has it (or raises after GONE_TIMEOUT_S).
+returns only once the server no longer has it (or raises after GONE_TIMEOUT_S). Its sessions
+are named APPLICATION, so a wait-event census (workload/sampler.py) counts the system's
+sessions, not the pressure put on them.
 """
 from __future__ import annotations
 
@@ -29,9 +31,14 @@ import asyncpg
 from benchlib import sql
 from benchlib.errors import BenchError
 from benchlib.provision.deadlines import HOUSEKEEPING_DEADLINE_S
+from benchlib.workload.faults import HOLDER_APP as APPLICATION
 
 SQL = sql.beside(__file__)
 GONE_TIMEOUT_S = 10.0
+
+
+async def _connect(target: Any) -> asyncpg.Connection:
+    return await target.connect(server_settings={"application_name": APPLICATION})
 
 
 async def _wait_until_zero(admin: asyncpg.Connection, query: str, arg: Any, what: str) -> None:
@@ -52,7 +59,7 @@ class _SessionHolder:
         self.pid: int | None = None
 
     async def start(self, target: Any, admin: asyncpg.Connection) -> None:
-        self.conn = await target.connect()
+        self.conn = await _connect(target)
         self.pid = self.conn.get_server_pid()
         await self.conn.execute(SQL[self.statement])
 
@@ -118,7 +125,7 @@ class ActiveReaders:
             raise BenchError("active_readers found no user table in the cell's database: install the system first")
         counts = [f"SELECT count(*) FROM {t}" for t in tables]  # quoted by the server (quote_ident)
         for _ in range(self.READERS):
-            conn = await target.connect()
+            conn = await _connect(target)
             self.conns.append(conn)
             self.pids.append(conn.get_server_pid())
             await conn.execute(SQL["rr_begin"])

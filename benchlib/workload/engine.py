@@ -143,6 +143,9 @@ class Hooks:
     phase_ending: Callable[[Running, float], Awaitable[None]] | None = None
     holder: Any = None  # holders.HOLDERS's: held through each `hold` phase
     settle_s: float = 0.0  # after the drain, before the consumers stop
+    # a drain still emptying when its seconds are up goes on while, at the rate it has emptied since
+    # it began, the rest would be handled by this many seconds from its start (None: it ends then)
+    drain_until_s: float | None = None
     stop_s: float = 10.0  # what a background task gets after `stopping` (its last round) before it is cancelled
 
 
@@ -317,8 +320,10 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                     mark("fault", ph.fault, "enter")
                     await hook.enter(ctx)
                 if ph.kind == "drain":  # its limit counts from when its producers had stopped
-                    ran.drained = await _drained(ledger, by_id, now_ns() + int(ph.seconds * 1e9), plan.drain_poll_s,
-                                                 watched)
+                    began = now_ns()
+                    ran.drained = await _drained(ledger, by_id, began + int(ph.seconds * 1e9), plan.drain_poll_s,
+                                                 watched, None if hooks.drain_until_s is None
+                                                 else began + int(hooks.drain_until_s * 1e9))
                     await _watching(asyncio.sleep(hooks.settle_s), watched())
                 else:
                     planned_end_s += ph.seconds
@@ -430,13 +435,16 @@ async def _stopped(tasks: list[asyncio.Task], stop_s: float) -> None:
 
 
 async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, poll_s: float,
-                   watched: Callable[[], Sequence[asyncio.Task]]) -> bool:
-    """Wait until every acknowledged job was handled at least once, or the deadline; a watched
-    task that ended (a consumer's failure) is raised. Each poll looks only at the jobs still
-    missing and the acknowledgements since the last (a cell at tens of thousands of jobs/s has
-    millions)."""
+                   watched: Callable[[], Sequence[asyncio.Task]], until_ns: int | None = None) -> bool:
+    """Wait until every acknowledged job was handled at least once, or the deadline; past it, while
+    the jobs still missing would be handled by `until_ns` at the rate they have been since the first
+    poll (a backlog that is emptying is drained, not cut off; one that is not ends at the
+    deadline). A watched task that ended (a consumer's failure) is raised. Each poll looks only at
+    the jobs still missing and the acknowledgements since the last (a cell at tens of thousands of
+    jobs/s has millions)."""
     missing: set[int] = set()
     counted = 0
+    first: tuple[int, int] | None = None  # (when, how many missing) at the first poll
     while True:
         by_id.resolve()
         batches = ledger.batches
@@ -448,8 +456,12 @@ async def _drained(ledger: Ledger, by_id: ById, deadline_ns: int, poll_s: float,
         if not missing:
             return True
         _check(watched())
-        if now_ns() >= deadline_ns:
-            return False
+        t = now_ns()
+        first = first or (t, len(missing))
+        if t >= deadline_ns:
+            done = first[1] - len(missing)
+            if until_ns is None or done <= 0 or t + len(missing) * (t - first[0]) / done > until_ns:
+                return False
         await asyncio.sleep(poll_s)
 
 

@@ -36,7 +36,9 @@ SELECT
 -- What the bench database's client backends are doing right now, one row per bucket:
 -- no wait while active = on CPU (or runnable); idle = waiting for its client (the
 -- harness's or the library's own time); idle in transaction its own bucket. The
--- sampler's own sessions (application_name benchlib-sampler) are left out.
+-- sampler's own sessions (application_name benchlib-sampler) and a holder's
+-- (benchlib-holder: an idle transaction, the active readers) are left out: the census
+-- is the system's sessions, not the pressure on them.
 SELECT CASE
          WHEN state = 'active' AND wait_event IS NULL THEN 'CPU'
          WHEN state = 'active' THEN wait_event_type || ':' || wait_event
@@ -47,4 +49,5 @@ SELECT CASE
 FROM pg_stat_activity
 WHERE backend_type = 'client backend' AND datname = current_database()
   AND pid <> pg_backend_pid() AND application_name NOT LIKE 'benchlib-sampler%'
+  AND application_name NOT LIKE 'benchlib-holder%'
 GROUP BY 1;

@@ -452,6 +452,49 @@ def test_a_calibration_bisects_the_ladder_from_the_quote_up_or_down_to_the_rung_
     assert rates(none)[-1] == round(1000 / 1.1 ** c.STEPS) and c.words(1000, none).startswith("nothing down to 56 %")
 
 
+def _confirmed(quote: float, verdicts: list[str], rungs: int = 9) -> list[dict]:
+    """The steps of a calibration that searches with 15 s steps and confirms for 45 s."""
+    from benchlib.studies.pressure import calibration
+
+    steps: list[dict] = []
+    while (planned := calibration.next_step(quote, steps, rungs, 15.0, 45.0)) is not None:
+        steps.append({"rate": planned[0], "seconds": planned[1], "verdict": verdicts[len(steps)]})
+    return steps
+
+
+def test_a_calibration_confirms_the_rung_it_found_for_longer_and_steps_down_until_one_holds():
+    from benchlib.studies.pressure import calibration as c
+
+    def plan(steps: list[dict]) -> list[tuple[int, float]]:
+        return [(round(s["rate"]), s["seconds"]) for s in steps]
+
+    # the search holds every rung up to 2.36 x; the confirmation holds it for 45 s: the top, said so
+    top = _confirmed(1000, ["pass"] * 6)
+    assert plan(top) == [(1000, 15), (1611, 15), (1949, 15), (2144, 15), (2358, 15), (2358, 45)]
+    assert c.held(top) == pytest.approx(1000 * 1.1 ** 9) and c.topped(top)
+    assert c.words(1000, top) == "held 236 % for 45 s, the most tried (6 steps)"
+    # 1.46 x held 15 s, not 45 s; 1.33 x did: the reference is what held the longer window
+    down = _confirmed(1000, ["pass", "fail", "pass", "pass", "pass", "fail", "pass"])
+    assert plan(down) == [(1000, 15), (1611, 15), (1210, 15), (1331, 15), (1464, 15), (1464, 45), (1331, 45)]
+    assert c.held(down) == pytest.approx(1000 * 1.1 ** 3) and not c.topped(down)
+    assert c.words(1000, down) == "held 133 % for 45 s, not 146 % (7 steps)"
+    # an inconclusive confirmation runs once more at its rung; nothing held for 45 s: no reference
+    again = _confirmed(1000, ["pass", "fail", "fail", "fail", "inconclusive", "pass"])
+    assert plan(again)[-2:] == [(1000, 45), (1000, 45)] and c.held(again) == 1000
+    never = _confirmed(1000, ["pass", "fail", "fail", "fail"] + ["fail"] * 20, rungs=2)
+    assert plan(never)[-3:] == [(1000, 45), (909, 45), (826, 45)] and c.held(never) is None
+    # one window for both (the soak's): no confirmation, as before
+    assert all(s["seconds"] == 60 for s in _steps_of(c, 1000, ["pass", "pass", "fail", "pass"]))
+    assert c.windows(60) == (60.0, 60.0) and c.windows([15, 45]) == (15.0, 45.0)
+
+
+def _steps_of(c, quote: float, verdicts: list[str]) -> list[dict]:
+    steps: list[dict] = []
+    while (planned := c.next_step(quote, steps, c.STEPS, 60.0, 60.0)) is not None:
+        steps.append({"rate": planned[0], "seconds": planned[1], "verdict": verdicts[len(steps)]})
+    return steps
+
+
 def test_a_calibration_step_that_could_not_run_ends_the_ladder_and_says_why():
     from benchlib.studies.pressure import calibration as c
 
@@ -499,6 +542,13 @@ def test_a_calibration_that_is_not_true_or_false_or_too_short_is_refused_before_
         measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibrate="false")
     with pytest.raises(BenchError, match="calibration_s must be >= 5"):
         measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=2)
+    with pytest.raises(BenchError, match="calibration_s must be >= 5"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=[15, 2])
+    with pytest.raises(BenchError, match="the confirmation .the second. is at least as long as the search"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=[45, 15])
+    with pytest.raises(BenchError, match="one number of seconds or two"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=[15, 30, 45])
+    assert measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=[15, 45]).calibration_s == (15, 45)
 
 
 def test_a_cell_without_a_clean_phase_row_is_not_measured_there_and_breaks_no_sentence():

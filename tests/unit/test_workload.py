@@ -126,3 +126,39 @@ async def test_a_flat_out_producer_sends_one_job_per_call_until_stopped():
     assert len(calls) == 50 and all(len(c) == 1 for c in calls)
     assert [b.start for b in ledger.batches] == list(range(50))
     assert [list(b.ids) for b in ledger.batches] == [[1001 + k] for k in range(50)]
+
+
+async def test_a_drain_that_is_emptying_goes_on_past_its_seconds_and_one_too_slow_ends_there():
+    """engine._drained with `until_ns`: past the deadline a drain goes on while, at its rate so far,
+    the rest would be handled by then; one that would not ends at the deadline; without `until_ns`
+    it always ends at the deadline."""
+    import asyncio
+
+    from benchlib.measure import now_ns
+    from benchlib.workload import engine
+    from benchlib.workload.ledger import Ledger
+
+    async def drain(jobs: int, every_s: float, deadline_s: float, until_s: float | None) -> tuple[bool, int]:
+        ledger = Ledger(by_seq=True)
+        ledger.enqueued(ledger.reserve(jobs), list(range(jobs)), now_ns())
+
+        async def consume() -> None:
+            for seq in range(jobs):
+                await asyncio.sleep(every_s)
+                ledger.handled_one(seq, now_ns())
+
+        task = asyncio.create_task(consume())
+        start = now_ns()
+        try:
+            done = await engine._drained(ledger, engine.ById(ledger), start + int(deadline_s * 1e9), 0.02, lambda: (),
+                                         None if until_s is None else start + int(until_s * 1e9))
+        finally:
+            task.cancel()
+        return done, len(ledger.seen)
+
+    # 40 jobs a 100th of a second apart: 0.4 s, past a 0.1 s deadline, well within 5 s
+    assert await drain(40, 0.01, 0.1, 5.0) == (True, 40)
+    assert (await drain(40, 0.01, 0.1, None))[0] is False  # as before: its seconds are its limit
+    # 1,000 jobs at that pace would take 10 s: not by 2 s, so it ends at its deadline
+    done, handled = await drain(1000, 0.01, 0.1, 2.0)
+    assert done is False and handled < 200

@@ -9,9 +9,12 @@ measures where the system's capacity lies on this host on a ladder of rungs 1.1 
 capacity study's confirmation margin) around the quote, each rung one capacity step
 (capacity.run_step: the system installed in a database of its own, a warm-up, a window judged
 by that study's criterion, every job reconciled), its producers in the harness's process as in
-the cells. The window is as long as what the reference must hold for (Params.calibration_s): 15 s
-for the standard pressures, whose phases last 10 - 25 s; a soak window, 60 s, for the soak, since
-rates that passed one 15 s window at the edge failed within 17 s of a 60 s step (2026-12-07).
+the cells. A reference holds for as long as the cells run at a share of it (Params.calibration_s):
+rates that passed one 15 s window at the edge failed within 17 s of a 60 s step (2026-12-07),
+and pgmq's standard base rate, 70 % of what held 15 s, was above what it held for a minute. So
+the soak's steps last a soak window, 60 s; the standard pressures search with 15 s steps and
+then confirm (`windows`: search, confirm): the rung found must hold for 45 s, a cell's run at
+the base rate, else the rung below is tried, down to the ladder's end.
 
 - the quote first, then a bisection of the ladder, STEPS rungs either side (1.77 x up to
   0.56 x): the next step is the middle rung between the highest that held and the lowest above
@@ -24,7 +27,9 @@ rates that passed one 15 s window at the edge failed within 17 s of a 60 s step 
   system's first step starts cold): the capacity study's rules. A step whose producers fell
   short does not hold either: the cells run their producers the same way, so a rate they cannot
   offer is no reference;
-- a step that could not run (an error, not a verdict) ends the calibration, and says why.
+- a step that could not run (an error, not a verdict) ends the calibration, and says why;
+- where the confirmation is longer than the search, the reference is the highest rate that held
+  the confirmation's window (`held`: the longest window tried decides).
 
 Where nothing held, the system's cells do not run and say why: a share of a rate this host does
 not hold is no pressure study.
@@ -43,6 +48,14 @@ STEPS = 6  # rungs either side of the quote (Params.calibration_rungs): 1.1^6, 1
 UNRECORDED_S = 15.0  # a step's window where its row lacks one: every run before steps kept theirs ran 15 s (manifests)
 WARMUP_S = 2.0  # the capacity study's standard warm-up
 PURPOSE = "calibrate"
+
+
+def windows(calibration_s: float | Sequence[float]) -> tuple[float, float]:
+    """(search, confirm) step lengths: one number is both (every step that long)."""
+    if isinstance(calibration_s, (int, float)):
+        return float(calibration_s), float(calibration_s)
+    search, confirm = calibration_s
+    return float(search), float(confirm)
 
 
 def rung(quote: float, rate: float) -> int:
@@ -80,9 +93,36 @@ def next_rate(quote: float, steps: Sequence[dict[str, Any]], rungs: int = STEPS)
     return at(quote, (lo + hi) // 2) if hi - lo > 1 else None
 
 
+def next_step(quote: float, steps: Sequence[dict[str, Any]], rungs: int, search_s: float,
+              confirm_s: float) -> tuple[float, float] | None:
+    """The next step's (rate, seconds): the search's steps (next_rate) at `search_s`, then, where
+    `confirm_s` is longer, the rung found, at `confirm_s`, and on down a rung while it does not
+    hold (an inconclusive step once more); None when done."""
+    confirm = [s for s in steps if confirm_s > search_s and _seconds(s) >= confirm_s]
+    if not confirm:
+        rate = next_rate(quote, steps, rungs)
+        if rate is not None:
+            return rate, search_s
+        found = held(steps)
+        return None if confirm_s <= search_s or found is None or steps[-1].get("error") else (found, confirm_s)
+    last = confirm[-1]
+    if last.get("error") or last["verdict"] == "pass":
+        return None
+    k = rung(quote, last["rate"])
+    if last["verdict"] == "inconclusive" and sum(rung(quote, s["rate"]) == k for s in confirm) == 1:
+        return last["rate"], confirm_s
+    return (at(quote, k - 1), confirm_s) if k - 1 >= -rungs else None
+
+
+def _seconds(step: dict[str, Any]) -> float:
+    return float(step.get("seconds") or UNRECORDED_S)
+
+
 def held(steps: Sequence[dict[str, Any]]) -> float | None:
-    """The reference the steps found: the highest rate that held (None: none did)."""
-    return max((s["rate"] for s in steps if s["verdict"] == "pass"), default=None)
+    """The reference the steps found: the highest rate that held for the longest window tried
+    (None: none did)."""
+    longest = step_s(steps)
+    return max((s["rate"] for s in steps if s["verdict"] == "pass" and _seconds(s) >= longest), default=None)
 
 
 def topped(steps: Sequence[dict[str, Any]]) -> bool:
@@ -96,8 +136,9 @@ def _percent(quote: float, rate: float) -> str:
 
 
 def step_s(steps: Sequence[dict[str, Any]]) -> float:
-    """How long each step's window was: what "held" means (a rate can hold for 15 s and not for 60)."""
-    return float(next((s["seconds"] for s in steps if s.get("seconds")), UNRECORDED_S))
+    """How long the longest step's window was: what "held" means (a rate can hold for 15 s and not
+    for 60)."""
+    return max((_seconds(s) for s in steps), default=UNRECORDED_S)
 
 
 def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
@@ -124,18 +165,21 @@ def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
 
 
 async def calibrate(target: Any, name: str, quote: float, batch: int | None, consumers: int, producers: int,
-                    window_s: float, naptime_s: float, rungs: int, step: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The calibration steps of system `name` on the ladder around `quote` (next_rate), each in a
+                    calibration_s: float | Sequence[float], naptime_s: float, rungs: int,
+                    step: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The calibration steps of system `name` on the ladder around `quote` (next_step), each in a
     database made for it and dropped after; `held(steps)` is the reference."""
     system = queues.get(name, "postgres")
-    # a step longer than the capacity study's window is its long hold: looked at each second from
-    # then on, and ended where its backlog grows beyond doubt (a soak's 60 s steps that fail)
-    plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
-                              warmup_s=WARMUP_S, window_s=min(window_s, capacity.Params.window_s),
-                              naptime_s=naptime_s)
+    search_s, confirm_s = windows(calibration_s)
     db = f"benchlib_calibrate_{name.replace('-', '_')}"
     steps: list[dict[str, Any]] = []
-    while (rate := next_rate(quote, steps, rungs)) is not None:
+    while (planned := next_step(quote, steps, rungs, search_s, confirm_s)) is not None:
+        rate, window_s = planned
+        # a step longer than the capacity study's window is its long hold: looked at each second from
+        # then on, and ended where its backlog grows beyond doubt (a soak's 60 s steps that fail)
+        plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
+                                  warmup_s=WARMUP_S, window_s=min(window_s, capacity.Params.window_s),
+                                  naptime_s=naptime_s)
         step_db = await target.fresh_database(db)
         try:
             row = await capacity.run_step(step_db, system, consumers, batch,
@@ -147,5 +191,5 @@ async def calibrate(target: Any, name: str, quote: float, batch: int | None, con
         steps.append({"rate": rate, "seconds": window_s, "verdict": row["verdict"], "reason": row.get("reason"),
                       "e2e_p99_ms": row.get("e2e_p99_ms"), "error": row.get("error")})
         timeline.mark("step", PURPOSE, f"{rate:,.0f} jobs/s: {row['verdict'] or 'could not run'}")  # the first cell's time
-        step(f"calibrate {rate:,.0f}/s {row['verdict'] or 'error'}")
+        step(f"calibrate {rate:,.0f}/s for {window_s:g} s: {row['verdict'] or 'error'}")
     return steps

@@ -63,6 +63,11 @@ RECOVERED_P99 = 2.0  # recovered: a second's p99 within this many times the clea
 MIN_BACKLOG = 1
 SOAK = "soak"  # a soak cell's `pressure`: the whole scenario, no pressure in it
 MIN_WINDOWS = 3  # a soak's load phases (its windows): a slope and its interval need three
+# a drain still emptying at its seconds goes on while, at its rate so far, it would be empty this
+# many seconds after it began (engine.Hooks.drain_until_s): pgqrs's standard drains of 60 s left
+# 154,113 jobs unchecked (2026-12-06), emptying at 400 - 600 jobs/s; one that would take longer
+# is cut off at its seconds, unchecked, rather than hold the run for minutes
+DRAIN_UNTIL_S = 180.0
 
 # the standard profile's scenario (profiles/pressure.yaml holds it as data): Params' default
 DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
@@ -100,7 +105,8 @@ class Params:
     scenario: tuple = DEFAULT_SCENARIO
     rounds: int = 1
     calibrate: bool = True  # confirm each reference on this host first (calibrate), and use what held
-    calibration_s: float = 15.0  # the window of a calibration step (the capacity study's standard window)
+    calibration_s: float | tuple[float, float] = 15.0  # a calibration step's window (the capacity study's standard
+    # one); two numbers: the search's, then the confirmation's of the rung it found (calibration.windows)
     calibration_rungs: int = calibration.STEPS  # how far the calibration's ladder goes up or down (rungs 1.1 apart)
     naptime_s: float = 5.0  # how often a cell applies autovacuum's ANALYZE rule (the capacity study's steps' value)
     settings: dict[str, str] | None = None
@@ -119,15 +125,12 @@ class Params:
             "capacity_profile": check.one_of("capacity_profile", self.capacity_profile, outputs.PUBLISHED),
             "rounds": check.positive_int("rounds", self.rounds),
             "calibrate": check.boolean("calibrate", self.calibrate),
-            "calibration_s": check.positive_float("calibration_s", self.calibration_s),
+            "calibration_s": _windows(self.calibration_s),
             "calibration_rungs": check.positive_int("calibration_rungs", self.calibration_rungs),
             "naptime_s": check.positive_float("naptime_s", self.naptime_s),
             "settings": check.settings("settings", self.settings),
             "pg_major": check.pg_major(self.pg_major, backend),
         }
-        if fixed["calibration_s"] < capacity.MIN_WINDOW_S:
-            raise BenchError(f"calibration_s must be >= {capacity.MIN_WINDOW_S:g}: a calibration step is the capacity "
-                             "study's, whose backlog slope needs points at 1 s resolution")
         ran = checked(self.scenario, fixed["load"])
         named = [ph.name for ph in ran if ph.kind in PRESSURES] or [SOAK]
         fixed["pressures"] = check.names("pressures", self.pressures if self.pressures is not None else named, named)
@@ -150,6 +153,23 @@ class Params:
         first = next(i for i, ph in enumerate(ran) if ph.kind in PRESSURES)
         at = next(i for i, ph in enumerate(ran) if ph.name == pressure)
         return scenario.check((*ran[:first], ran[at], ran[at + 1], ran[-1]))
+
+
+def _windows(raw: Any) -> float | tuple[float, float]:
+    """calibration_s: one window, or (search, confirm) with the confirmation the longer; each at least
+    the capacity study's shortest window (a calibration step is its step, whose backlog slope needs
+    points at 1 s resolution)."""
+    pair = isinstance(raw, (list, tuple))
+    if pair and len(raw) != 2:
+        raise BenchError("calibration_s is one number of seconds or two (the search's, then the confirmation's)")
+    out = tuple(check.positive_float("calibration_s", x) for x in raw) if pair else \
+        check.positive_float("calibration_s", raw)
+    if min(out if pair else (out,)) < capacity.MIN_WINDOW_S:
+        raise BenchError(f"calibration_s must be >= {capacity.MIN_WINDOW_S:g}: a calibration step is the capacity "
+                         "study's, whose backlog slope needs points at 1 s resolution")
+    if pair and out[1] < out[0]:
+        raise BenchError(f"calibration_s {list(raw)}: the confirmation (the second) is at least as long as the search")
+    return out
 
 
 def _references(profile: str, systems: tuple[str, ...]) -> dict[str, tuple[float, int | None]]:
@@ -212,7 +232,8 @@ CELLS: Schema = {
     "lost": (pl.Int64, "acknowledged jobs never handled, where the drain finished (null: it did not, so unchecked)"),
     "duplicates": (pl.Int64, "handlings past a job's first"),
     "unknown": (pl.Int64, "handlings of ids no acknowledged enqueue returned (must be 0)"),
-    "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up"),
+    "drained": (pl.Boolean, "every acknowledged job was handled before the drain's time was up (its seconds, or "
+                             "up to DRAIN_UNTIL_S while its rate would empty it by then)"),
     "seconds": (pl.Float64, "the cell's phases, first to last"),
     "settings": (pl.String, "JSON: the system's throughput-bounding settings as it ran"),
     "error": (pl.String, "why the cell failed (null when it did not)"),
@@ -534,7 +555,8 @@ async def run_cell(target: Any, name: str, p: Params, pressure: str, round_: int
                            producers=p.producers)
     hooks = engine.Hooks(background=(lambda running: _sampler(cell_db, system.control_tables, samples, running),
                                      lambda running: _statistics(cell_db, p.naptime_s, analyzed, running)),
-                         phase_started=lambda ph: on_phase(ph.name, f"base {p.load * ref:,.0f} jobs/s"), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10)
+                         phase_started=lambda ph: on_phase(ph.name, f"base {p.load * ref:,.0f} jobs/s"), phase_ending=_on_schedule, stop_s=SAMPLE_S + 10,
+                         drain_until_s=DRAIN_UNTIL_S)
     started_at = utc_now()
     try:
         ran = await engine.run_cell(system, cell_db, plan, timeline.mark, hooks)

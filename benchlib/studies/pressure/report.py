@@ -62,8 +62,8 @@ def outdated(profile: str, cells: pl.DataFrame) -> dict[str, float]:
         p = plan.get(r["system"])
         steps = json.loads(r["calibration"]) if r.get("calibration") else None
         if p is not None and (p.calibrate != (steps is not None)
-                              or (steps and calibration.step_s(steps) != p.calibration_s)):
-            out[r["system"]] = p.calibration_s
+                              or (steps and calibration.step_s(steps) != calibration.windows(p.calibration_s)[1])):
+            out[r["system"]] = calibration.windows(p.calibration_s)[1]
     return out
 
 

@@ -118,6 +118,24 @@ def test_the_report_says_held_fell_behind_and_back_in_words():
     assert analysis.totals({"cells": cells}) == {"lost": 0, "duplicates": 2, "failed": 1, "unchecked": 1}
 
 
+def test_the_report_gives_throughput_and_p50_against_the_clean_phase_and_the_waits_of_every_phase():
+    cells, phases = _tables()
+    over = pl.col("kind") == "overload"
+    clean = pl.col("kind") == "load"
+    phases = phases.with_columns(
+        completed_jobs_s=pl.when(over).then(5.0).when(clean).then(10.0).otherwise("completed_jobs_s"),
+        e2e_p50_ms=pl.when(over).then(30.0).when(clean).then(10.0).otherwise("e2e_p50_ms"),
+        wait_events=pl.when(over).then(pl.lit('{"Lock:tuple": 0.6, "CPU": 0.3, "Client:idle": 0.1}'))
+        .when(clean).then(pl.lit('{"CPU": 0.9, "Client:idle": 0.1}')).otherwise("wait_events"))
+    (row,) = analysis.ratios(analysis.judged(cells, phases)).rows
+    assert row == {"system": "a", "overload ×2.5": "jobs/s ×0.50, p50 ×3.0"}
+    (row,) = analysis.waits(phases).rows
+    assert row == {"system": "a", "clean": "CPU 90 %, Client:idle 10 %", "overload ×2.5": "Lock:tuple 60 %, CPU 30 %"}
+    cells, phases = _tables(clean_ok=False)  # no baseline: said so, no ratio
+    (row,) = analysis.ratios(analysis.judged(cells, phases)).rows
+    assert row["overload ×2.5"] == "clean fell behind"
+
+
 def test_the_scorecard_counts_the_pressures_not_judged_and_rounds_a_return_as_the_page_does():
     """2026-12-07: absurd's scorecard said "2/2 held, back within 0.99 s" while two of its four
     pressures went unjudged (our producers short), and its page said "back within 1 s"."""

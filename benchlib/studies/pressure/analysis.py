@@ -120,14 +120,44 @@ def judged(cells: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:
     ran = cells.filter(pl.col("error").is_null()).select(*KEY, "lost", "unfinished", "duplicates", "drained")
     clean = _clean(phases).select(*KEY, pl.col("verdict").alias("clean_verdict"),
                                   pl.col("completed_jobs_s").alias("clean_jobs_s"),
+                                  pl.col("e2e_p50_ms").alias("clean_p50_ms"),
                                   pl.col("e2e_p99_ms").alias("clean_p99_ms"))
     out = (phases.filter(pl.col("kind").is_in(list(PRESSURES)))
            .join(ran, on=KEY).join(clean, on=KEY, how="left"))
     return out.with_columns(
         (pl.col("clean_verdict") == "pass").alias("clean_ok"),
         (pl.col("completed_jobs_s") / pl.col("clean_jobs_s")).alias("throughput_ratio"),
+        (pl.col("e2e_p50_ms") / pl.col("clean_p50_ms")).alias("p50_ratio"),
         (pl.col("e2e_p99_ms") / pl.col("clean_p99_ms")).alias("p99_ratio"),
     )
+
+
+def _times(ratio: float | None) -> str:
+    return "–" if ratio is None or not math.isfinite(ratio) else f"×{sig(ratio)}"
+
+
+def ratios(j: pl.DataFrame) -> Table:
+    """Systems x pressures (round 0): jobs handled per second and their p50 under the pressure,
+    each against its own cell's clean phase ('jobs/s ×0.62, p50 ×3.1'); a cell whose clean phase
+    did not keep up has no baseline, and says so."""
+    rows: dict[str, dict[str, str]] = {}
+    for r in j.filter(pl.col("round") == 0).iter_rows(named=True):
+        row = rows.setdefault(r["system"], {"system": r["system"]})
+        row[pressure_name(r)] = (f"clean {clean_missed(r['clean_verdict'])}" if not r["clean_ok"] else
+                                 f"jobs/s {_times(r['throughput_ratio'])}, p50 {_times(r['p50_ratio'])}")
+    return Table(list(rows.values()))
+
+
+def waits(phases: pl.DataFrame, n: int = 2) -> Table:
+    """Systems x (the clean phase, each pressure), round 0: the census's largest `n` buckets (the
+    clean phase: the first cell's)."""
+    rows: dict[str, dict[str, str]] = {}
+    part = pressed(phases).filter((pl.col("round") == 0) & pl.col("kind").is_in(["load", *PRESSURES]))
+    for r in part.iter_rows(named=True):
+        row = rows.setdefault(r["system"], {"system": r["system"]})
+        name = "clean" if r["kind"] == "load" else pressure_name(r)
+        row.setdefault(name, top_waits(r["wait_events"], n))
+    return Table(list(rows.values()))
 
 
 def enqueue_slowed(r: dict[str, Any]) -> bool:
@@ -338,5 +368,5 @@ def top_waits(raw: str | None, n: int = 3) -> str:
     return ", ".join(f"{k} {sig(100 * v)} %" for k, v in list(shares.items())[:n]) or "–"
 
 
-__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "soak_minutes",
+__all__ = ["bloat", "cell_text", "ratios", "waits", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "soak_minutes",
            "steady", "summary", "top_waits", "totals", "trend", "windows"]

@@ -169,9 +169,8 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     before = {s: r for s, r in summary.items() if not r["clean_ok"]}
     if before:
         of = "their capacity here" if _calibrated(analysis.pressed(tables["cells"])) else "the quoted capacity"
-        out.append(Finding("pressure", "Not judged, their clean phase not shown to keep up at 70 % of " + of
-                           + ": {who}.",
-                           {"who": names([f"{s} ({_missed(r)})" for s, r in before.items()])},
+        out.append(Finding("pressure", _literal(listed("Not judged, their clean phase not shown to keep up at 70 % of "
+                                                       + of, [f"{s} ({_missed(r)})" for s, r in before.items()])),
                            cells=tuple(f"postgres/{s}" for s in before)))
     idle = j.filter((pl.col("round") == 0) & pl.col("system").is_in(list(clean)) & (pl.col("holder") == "idle_xid")
                     & pl.col("p99_ratio").is_not_null())  # the systems judged, as the findings above
@@ -279,7 +278,6 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
     j = _judged(tables)
     pressing = [m["params"] for m in manifests if analysis.SOAK not in (m["params"].get("pressures") or ())]
     params = pressing[0] if pressing else {}
-    waits = (j.filter(pl.col("round") == 0).select("system", "phase", "wait_events").to_dicts())
     own = bool(cells.filter(pl.col("pressure") == analysis.SOAK).height)
     soak, soak_profile = (tables, manifests[0]["profile"]) if own else (other("soak"), "soak")
     return {
@@ -293,8 +291,9 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "calibrations": analysis.calibrations(analysis.pressed(cells)).markdown()
         if _calibrated(analysis.pressed(cells)) else None,
         "bloat": analysis.bloat(phases).markdown(),
-        "waits": [{"system": w["system"], "phase": w["phase"], "top": analysis.top_waits(w["wait_events"])}
-                  for w in waits if w["phase"] == "readers"],
+        "ratios": analysis.ratios(j).markdown(),
+        "waits": analysis.waits(phases).markdown() if phases.height else None,
+        "windows": calibration.windows(params.get("calibration_s", calibration.UNRECORDED_S)),
         "scenario": params.get("scenario") or [],
         "params": params,
         "errors": analysis.pressed(cells).filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),

@@ -16,8 +16,8 @@ the soak's steps last a soak window, 60 s; the standard pressures search with 15
 then confirm (`windows`: search, confirm): the rung found must hold for 45 s, a cell's run at
 the base rate, else the rung below is tried, down to the ladder's end.
 
-- the quote first, then a bisection of the ladder, STEPS rungs either side (1.77 x up to
-  0.56 x): the next step is the middle rung between the highest that held and the lowest above
+- the quote first, then a bisection of the ladder, Params.calibration_rungs either side (STEPS
+  by default: 1.77 x up to 0.56 x; the standard pressures 9, the soak 10): the next step is the middle rung between the highest that held and the lowest above
   it that did not (the ladder's ends where none has), until the two are neighbours. So at most 4
   steps find a capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung
   at a time took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);

@@ -209,7 +209,8 @@ def test_a_clean_phase_that_was_unclear_or_short_is_said_so_not_fell_behind():
     from benchlib.studies.pressure import report
     said = " ".join(f.text() for f in report.findings({"cells": cells, "phases": both}, []))
     assert "a (producers short in 1 of 3 cells, unclear in 1)." in said and "fell behind" not in said
-    assert report.scorecard({"cells": cells, "phases": both}, [])["a"] == {report.COLUMN: "clean phase producers short"}
+    assert report.scorecard({"cells": cells, "phases": both}, [])["a"] == {
+        report.COLUMN: "clean phase producers short in 1 of 3 cells, unclear in 1"}
 
 
 def test_a_phase_autovacuum_ran_in_shows_no_net_dead_tuples():

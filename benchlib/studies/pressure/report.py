@@ -121,11 +121,11 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str,
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
     """'2/4 held, back within 3 s' (the slowest return) / '1/4 held, 3 not back' / 'clean phase fell
-    behind': short, the system x pressure table on the study's page says which."""
+    behind in 1 of 4 cells': short, the system x pressure table on the study's page says which."""
     out = {}
     for system, r in analysis.summary(_judged(tables)).items():
         if not r["clean_ok"]:
-            text = f"clean phase {next(iter(r['clean_missed']))}"  # the worst reason
+            text = f"clean phase {_missed(r)}"  # in how many cells: one of four is not none of four
         else:
             text = f"{r['held']}/{r['judged']} held" + (f" ({len(r['short'])} not judged)" if r["short"] else "")
             if r["not_back"]:

@@ -368,5 +368,5 @@ def top_waits(raw: str | None, n: int = 3) -> str:
     return ", ".join(f"{k} {sig(100 * v)} %" for k, v in list(shares.items())[:n]) or "–"
 
 
-__all__ = ["bloat", "cell_text", "ratios", "waits", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "soak_minutes",
-           "steady", "summary", "top_waits", "totals", "trend", "windows"]
+__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "ratios",
+           "soak_minutes", "steady", "summary", "top_waits", "totals", "trend", "waits", "windows"]

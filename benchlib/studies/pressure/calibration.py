@@ -17,10 +17,11 @@ then confirm (`windows`: search, confirm): the rung found must hold for 45 s, a 
 the base rate, else the rung below is tried, down to the ladder's end.
 
 - the quote first, then a bisection of the ladder, Params.calibration_rungs either side (STEPS
-  by default: 1.77 x up to 0.56 x; the standard pressures 9, the soak 10): the next step is the middle rung between the highest that held and the lowest above
-  it that did not (the ladder's ends where none has), until the two are neighbours. So at most 4
-  steps find a capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung
-  at a time took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);
+  by default: 1.77 x up to 0.56 x; the standard pressures 9, the soak 10): the next step is
+  the middle rung between the highest that held and the lowest above it that did not (the
+  ladder's ends where none has), until the two are neighbours. So at most 4 steps find a
+  capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung at a time
+  took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);
 - the reference is the highest rung that held, so 1.1 x it did not: the base rate lies within
   10 % below `load` x this host's capacity (unless the top rung held: then at most that share);
 - a step that is inconclusive runs once more, and so does a failed step at the quote (every

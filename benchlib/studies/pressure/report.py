@@ -60,10 +60,12 @@ def outdated(profile: str, cells: pl.DataFrame) -> dict[str, float]:
     out: dict[str, float] = {}
     for r in cells.filter(pl.col("pressure") == analysis.SOAK).iter_rows(named=True):
         p = plan.get(r["system"])
+        if p is None:
+            continue
         steps = json.loads(r["calibration"]) if r.get("calibration") else None
-        if p is not None and (p.calibrate != (steps is not None)
-                              or (steps and calibration.step_s(steps) != calibration.windows(p.calibration_s)[1])):
-            out[r["system"]] = calibration.windows(p.calibration_s)[1]
+        asked = calibration.windows(p.calibration_s)[1]  # what "held" means: the longest step's window
+        if p.calibrate != (steps is not None) or (steps and calibration.step_s(steps) != asked):
+            out[r["system"]] = asked
     return out
 
 

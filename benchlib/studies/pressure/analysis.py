@@ -218,10 +218,20 @@ def matrix(j: pl.DataFrame) -> Table:
     return Table(list(rows.values()))
 
 
+def _unjudged(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The pressures of one system's cells not judged, by why (the clean phase's words, or
+    'producers short'), worst first."""
+    why = [(pressure_name(r), clean_missed(r["clean_verdict"]) if not r["clean_ok"] else "producers short")
+           for r in rows if not r["clean_ok"] or short(r)]
+    return {word: [p for p, w in why if w == word] for word in CLEAN_MISSED.values() if word in {w for _, w in why}}
+
+
 def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per system (round 0): pressures judged, held, back, the slowest return (None: one not back);
+    """Per system (round 0): pressures judged (each where its own cell's clean phase kept up and
+    our producers did not fall short), held, back, the slowest return (None: one not back);
     `clean_ok`: the clean phase kept up in every cell; `clean_missed`: in how many cells it did not,
-    by why ({'fell behind': 3, 'unclear': 1})."""
+    by why ({'fell behind': 3, 'unclear': 1}); `unjudged`: the pressures not judged, by why
+    ({'unclear': ['readers', 'bursts ×3.5']})."""
     out: dict[str, dict[str, Any]] = {}
     for system, part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
         rows = part.to_dicts()
@@ -237,6 +247,7 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],
             "short": [pressure_name(r) for r in rows if r["clean_ok"] and short(r)],
+            "unjudged": _unjudged(rows),
             "lost": sum(r["lost"] or 0 for r in rows), "unchecked": sum(r["lost"] is None for r in rows),
             "unfinished": sum(r["unfinished"] or 0 for r in rows), "duplicates": sum(r["duplicates"] or 0 for r in rows),
         }

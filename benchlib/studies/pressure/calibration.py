@@ -11,17 +11,19 @@ capacity study's confirmation margin) around the quote, each rung one capacity s
 by that study's criterion, every job reconciled), its producers in the harness's process as in
 the cells. A reference holds for as long as the cells run at a share of it (Params.calibration_s):
 rates that passed one 15 s window at the edge failed within 17 s of a 60 s step (2026-12-07),
-and pgmq's standard base rate, 70 % of what held 15 s, was above what it held for a minute. So
-the soak's steps last a soak window, 60 s; the standard pressures search with 15 s steps and
-then confirm (`windows`: search, confirm): the rung found must hold for 45 s, a cell's run at
-the base rate, else the rung below is tried, down to the ladder's end.
+and 7 of 11 rungs that held 15 s did not hold 45 s, as long as a standard cell runs at its base
+rate (up to 5 rungs lower: pgqrs). So every step lasts that long: the soak's a soak window, 60 s,
+the standard pressures' 45 s; a step that fails beyond doubt ends early (the capacity study's
+long hold), one that holds runs its window.
 
-- the quote first, then a bisection of the ladder, Params.calibration_rungs either side (STEPS
-  by default: 1.77 x up to 0.56 x; the standard pressures 9, the soak 10): the next step is
-  the middle rung between the highest that held and the lowest above it that did not (the
-  ladder's ends where none has), until the two are neighbours. So at most 4 steps find a
-  capacity anywhere from the quote to 1.77 x it to within one rung: a climb a rung at a time
-  took 5 to reach 1.46 x, where 8 of 11 systems held on one host (2026-12-06);
+- the quote first, then a galloping search, Params.calibration_rungs either side (STEPS by
+  default: 1.77 x up to 0.56 x; the standard pressures 9, the soak 10): while every step has
+  held (or none has), the next goes twice as far from the quote plus a rung (1, 3, 7 rungs),
+  to the ladder's end at most; once a rung that held lies below one that did not, the next is
+  the middle rung between the two, until they are neighbours. So a capacity d rungs from the
+  quote takes about 2 log2(d + 1) + 1 steps: on 2026-12-07 most lay within 4 rungs of it,
+  where a bisection from the ladder's middle (5 rungs away) spends long passing steps far
+  below;
 - the reference is the highest rung that held, so 1.1 x it did not: the base rate lies within
   10 % below `load` x this host's capacity (unless the top rung held: then at most that share);
 - a step that is inconclusive runs once more, and so does a failed step at the quote (every
@@ -29,8 +31,8 @@ the base rate, else the rung below is tried, down to the ladder's end.
   short does not hold either: the cells run their producers the same way, so a rate they cannot
   offer is no reference;
 - a step that could not run (an error, not a verdict) ends the calibration, and says why;
-- where the confirmation is longer than the search, the reference is the highest rate that held
-  the confirmation's window (`held`: the longest window tried decides).
+- runs published before steps had one length (15 s, then 45 s) read as what held the longest
+  window tried (`held`).
 
 Where nothing held, the system's cells do not run and say why: a share of a rate this host does
 not hold is no pressure study.
@@ -49,14 +51,6 @@ STEPS = 6  # rungs either side of the quote (Params.calibration_rungs): 1.1^6, 1
 UNRECORDED_S = 15.0  # a step's window where its row lacks one: every run before steps kept theirs ran 15 s (manifests)
 WARMUP_S = 2.0  # the capacity study's standard warm-up
 PURPOSE = "calibrate"
-
-
-def windows(calibration_s: float | Sequence[float]) -> tuple[float, float]:
-    """(search, confirm) step lengths: one number is both (every step that long)."""
-    if isinstance(calibration_s, (int, float)):
-        return float(calibration_s), float(calibration_s)
-    search, confirm = calibration_s
-    return float(search), float(confirm)
 
 
 def rung(quote: float, rate: float) -> int:
@@ -91,28 +85,13 @@ def next_rate(quote: float, steps: Sequence[dict[str, Any]], rungs: int = STEPS)
             last["verdict"] == "inconclusive" or (k == 0 and not any(s["verdict"] == "pass" for s in steps))):
         return last["rate"]  # once more
     lo, hi = bracket(quote, steps, rungs)
-    return at(quote, (lo + hi) // 2) if hi - lo > 1 else None
-
-
-def next_step(quote: float, steps: Sequence[dict[str, Any]], rungs: int, search_s: float,
-              confirm_s: float) -> tuple[float, float] | None:
-    """The next step's (rate, seconds): the search's steps (next_rate) at `search_s`, then, where
-    `confirm_s` is longer, the rung found, at `confirm_s`, and on down a rung while it does not
-    hold (an inconclusive step once more); None when done."""
-    confirm = [s for s in steps if confirm_s > search_s and _seconds(s) >= confirm_s]
-    if not confirm:
-        rate = next_rate(quote, steps, rungs)
-        if rate is not None:
-            return rate, search_s
-        found = held(steps)
-        return None if confirm_s <= search_s or found is None or steps[-1].get("error") else (found, confirm_s)
-    last = confirm[-1]
-    if last.get("error") or last["verdict"] == "pass":
+    if hi - lo <= 1:
         return None
-    k = rung(quote, last["rate"])
-    if last["verdict"] == "inconclusive" and sum(rung(quote, s["rate"]) == k for s in confirm) == 1:
-        return last["rate"], confirm_s
-    return (at(quote, k - 1), confirm_s) if k - 1 >= -rungs else None
+    if hi > rungs:  # everything tried held: further up
+        return at(quote, min(2 * lo + 1, rungs))
+    if lo < -rungs:  # nothing tried held: further down
+        return at(quote, max(2 * hi - 1, -rungs))
+    return at(quote, (lo + hi) // 2)
 
 
 def _seconds(step: dict[str, Any]) -> float:
@@ -166,31 +145,29 @@ def words(quote: float, steps: Sequence[dict[str, Any]]) -> str:
 
 
 async def calibrate(target: Any, name: str, quote: float, batch: int | None, consumers: int, producers: int,
-                    calibration_s: float | Sequence[float], naptime_s: float, rungs: int,
+                    calibration_s: float, naptime_s: float, rungs: int,
                     step: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The calibration steps of system `name` on the ladder around `quote` (next_step), each in a
-    database made for it and dropped after; `held(steps)` is the reference."""
+    """The calibration steps of system `name` on the ladder around `quote` (next_rate), each
+    `calibration_s` long in a database made for it and dropped after; `held(steps)` is the reference."""
     system = queues.get(name, "postgres")
-    search_s, confirm_s = windows(calibration_s)
     db = f"benchlib_calibrate_{name.replace('-', '_')}"
+    # a step longer than the capacity study's window is its long hold: looked at each second from
+    # then on, and ended where its backlog grows beyond doubt (most failing steps end early)
+    plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
+                              warmup_s=WARMUP_S, window_s=min(calibration_s, capacity.Params.window_s),
+                              naptime_s=naptime_s)
     steps: list[dict[str, Any]] = []
-    while (planned := next_step(quote, steps, rungs, search_s, confirm_s)) is not None:
-        rate, window_s = planned
-        # a step longer than the capacity study's window is its long hold: looked at each second from
-        # then on, and ended where its backlog grows beyond doubt (a soak's 60 s steps that fail)
-        plan_of = capacity.Params(systems=(name,), producers=producers, producers_run="with_consumers",
-                                  warmup_s=WARMUP_S, window_s=min(window_s, capacity.Params.window_s),
-                                  naptime_s=naptime_s)
+    while (rate := next_rate(quote, steps, rungs)) is not None:
         step_db = await target.fresh_database(db)
         try:
             row = await capacity.run_step(step_db, system, consumers, batch,
-                                          capacity.StepPlan(rate, window_s, PURPOSE), plan_of)
+                                          capacity.StepPlan(rate, calibration_s, PURPOSE), plan_of)
         except Exception as err:  # could not run: no verdict, and the ladder ends here, saying why
             row = {"verdict": None, "error": kept_reason(err)}
         finally:
             await target.drop_database(db)
-        steps.append({"rate": rate, "seconds": window_s, "verdict": row["verdict"], "reason": row.get("reason"),
+        steps.append({"rate": rate, "seconds": calibration_s, "verdict": row["verdict"], "reason": row.get("reason"),
                       "e2e_p99_ms": row.get("e2e_p99_ms"), "error": row.get("error")})
         timeline.mark("step", PURPOSE, f"{rate:,.0f} jobs/s: {row['verdict'] or 'could not run'}")  # the first cell's time
-        step(f"calibrate {rate:,.0f}/s for {window_s:g} s: {row['verdict'] or 'error'}")
+        step(f"calibrate {rate:,.0f}/s for {calibration_s:g} s: {row['verdict'] or 'error'}")
     return steps

@@ -38,9 +38,9 @@ def timelines(seconds: pl.DataFrame, phases: pl.DataFrame, judged: pl.DataFrame)
                          column=alt.Column("pressure:N", sort=pressures, title=None), data=both)
              .resolve_scale(y="independent").resolve_axis(x="independent"))
     summary = analysis.summary(judged)
-    ok = [s for s, r in summary.items() if r["clean_ok"] and r["judged"] and r["back"] == r["judged"]]
-    judged_n = sum(1 for r in summary.values() if r["clean_ok"])
-    text = (f"{len(ok)} of the {judged_n} systems judged came back from every pressure" if judged_n
+    ok = [s for s, r in summary.items() if r["judged"] and r["back"] == r["judged"]]
+    judged_n = sum(1 for r in summary.values() if r["judged"])
+    text = (f"{len(ok)} of the {judged_n} systems judged came back from every pressure judged" if judged_n
             else "The backlog through each pressure")
     return stated(chart, text, "Backlog (jobs acknowledged minus jobs handled; below 0 when a job was handled before its "
                   "enqueue call returned) at each second's end, a row per system, a column per pressure, each its "

@@ -105,8 +105,7 @@ class Params:
     scenario: tuple = DEFAULT_SCENARIO
     rounds: int = 1
     calibrate: bool = True  # confirm each reference on this host first (calibrate), and use what held
-    calibration_s: float | tuple[float, float] = 15.0  # a calibration step's window (the capacity study's standard
-    # one); two numbers: the search's, then the confirmation's of the rung it found (calibration.windows)
+    calibration_s: float = 15.0  # a calibration step's window (the capacity study's standard one)
     calibration_rungs: int = calibration.STEPS  # how far the calibration's ladder goes up or down (rungs 1.1 apart)
     naptime_s: float = 5.0  # how often a cell applies autovacuum's ANALYZE rule (the capacity study's steps' value)
     settings: dict[str, str] | None = None
@@ -125,7 +124,7 @@ class Params:
             "capacity_profile": check.one_of("capacity_profile", self.capacity_profile, outputs.PUBLISHED),
             "rounds": check.positive_int("rounds", self.rounds),
             "calibrate": check.boolean("calibrate", self.calibrate),
-            "calibration_s": _windows(self.calibration_s),
+            "calibration_s": _window(self.calibration_s),
             "calibration_rungs": check.positive_int("calibration_rungs", self.calibration_rungs),
             "naptime_s": check.positive_float("naptime_s", self.naptime_s),
             "settings": check.settings("settings", self.settings),
@@ -155,20 +154,13 @@ class Params:
         return scenario.check((*ran[:first], ran[at], ran[at + 1], ran[-1]))
 
 
-def _windows(raw: Any) -> float | tuple[float, float]:
-    """calibration_s: one window, or (search, confirm) with the confirmation the longer; each at least
-    the capacity study's shortest window (a calibration step is its step, whose backlog slope needs
-    points at 1 s resolution)."""
-    pair = isinstance(raw, (list, tuple))
-    if pair and len(raw) != 2:
-        raise BenchError("calibration_s is one number of seconds or two (the search's, then the confirmation's)")
-    out = tuple(check.positive_float("calibration_s", x) for x in raw) if pair else \
-        check.positive_float("calibration_s", raw)
-    if min(out if pair else (out,)) < capacity.MIN_WINDOW_S:
+def _window(raw: Any) -> float:
+    """calibration_s: at least the capacity study's shortest window (a calibration step is its
+    step, whose backlog slope needs points at 1 s resolution)."""
+    out = check.positive_float("calibration_s", raw)
+    if out < capacity.MIN_WINDOW_S:
         raise BenchError(f"calibration_s must be >= {capacity.MIN_WINDOW_S:g}: a calibration step is the capacity "
                          "study's, whose backlog slope needs points at 1 s resolution")
-    if pair and out[1] < out[0]:
-        raise BenchError(f"calibration_s {list(raw)}: the confirmation (the second) is at least as long as the search")
     return out
 
 

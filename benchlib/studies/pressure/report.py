@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
+import numpy as np
 import polars as pl
 
 from benchlib.errors import BenchError
@@ -63,9 +64,8 @@ def outdated(profile: str, cells: pl.DataFrame) -> dict[str, float]:
         if p is None:
             continue
         steps = json.loads(r["calibration"]) if r.get("calibration") else None
-        asked = calibration.windows(p.calibration_s)[1]  # what "held" means: the longest step's window
-        if p.calibrate != (steps is not None) or (steps and calibration.step_s(steps) != asked):
-            out[r["system"]] = asked
+        if p.calibrate != (steps is not None) or (steps and calibration.step_s(steps) != p.calibration_s):
+            out[r["system"]] = p.calibration_s
     return out
 
 
@@ -122,14 +122,16 @@ def _soak_findings(phases: pl.DataFrame, missing: list[str] = (), old: dict[str,
 
 
 def scorecard(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> dict[str, dict[str, str]]:
-    """'2/4 held, back within 3 s' (the slowest return) / '1/4 held, 3 not back' / 'clean phase fell
-    behind in 1 of 4 cells': short, the system x pressure table on the study's page says which."""
+    """'2/4 held, back within 3 s' (the slowest return) / '1/3 held (1 not judged), 2 not back' /
+    'clean phase fell behind in 4 of 4 cells' (none judged): short, the system x pressure table on
+    the study's page says which."""
     out = {}
     for system, r in analysis.summary(_judged(tables)).items():
-        if not r["clean_ok"]:
-            text = f"clean phase {_missed(r)}"  # in how many cells: one of four is not none of four
+        if not r["judged"]:
+            text = f"clean phase {_missed(r)}" if r["clean_missed"] else "producers short, none judged"
         else:
-            text = f"{r['held']}/{r['judged']} held" + (f" ({len(r['short'])} not judged)" if r["short"] else "")
+            unjudged = r["cells"] - r["judged"]
+            text = f"{r['held']}/{r['judged']} held" + (f" ({unjudged} not judged)" if unjudged else "")
             if r["not_back"]:
                 text += f", {len(r['not_back'])} not back"
             elif r["slowest"] is not None:
@@ -157,25 +159,31 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
     summary = analysis.summary(j)
     if not summary:
         return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
-    clean = {s: r for s, r in summary.items() if r["clean_ok"]}
-    every = [s for s, r in clean.items() if r["judged"] and r["back"] == r["judged"]]
+    clean = {s: r for s, r in summary.items() if r["judged"]}  # a system with a pressure judged
+    every = [s for s, r in clean.items() if r["back"] == r["judged"]]
     slowest = max((clean[s]["slowest"] for s in every), default=None)
+    judged, cells = sum(r["judged"] for r in summary.values()), sum(r["cells"] for r in summary.values())
     out.append(Finding("pressure", "{ok} of {n} systems were back within the recovery phase from every pressure "
                        "judged" + (", the slowest after {slow} s" if slowest is not None else "") + ": {who}.",
-                       {"ok": len(every), "n": len(clean), "slow": slowest, "who": names(every)},
-                       interval="one run per system", cells=tuple(f"postgres/{s}" for s in clean)))
+                       {"ok": len(every), "n": len(clean), "slow": slowest, "who": names(every), "j": judged,
+                        "c": cells},
+                       interval="one run per system; {j} of {c} cells judged", cells=tuple(f"postgres/{s}" for s in clean)))
     late = [f"{s} (after {', '.join(r['not_back'])})" for s, r in clean.items() if r["not_back"]]
     if late:
         out.append(Finding("pressure", _literal(listed("Not back within the recovery phase", late, sep="; ")),
                            cells=tuple(f"postgres/{s}" for s, r in clean.items() if r["not_back"])))
-    before = {s: r for s, r in summary.items() if not r["clean_ok"]}
+    before = {s: r for s, r in summary.items() if r["unjudged"]}
     if before:
         of = "their capacity here" if _calibrated(analysis.pressed(tables["cells"])) else "the quoted capacity"
-        out.append(Finding("pressure", _literal(listed("Not judged, their clean phase not shown to keep up at 70 % of "
-                                                       + of, [f"{s} ({_missed(r)})" for s, r in before.items()])),
+        why = [f"{s} ({'; '.join(w + ': ' + ', '.join(ps) for w, ps in r['unjudged'].items())})"
+               for s, r in before.items()]
+        out.append(Finding("pressure", _literal(listed("Pressures not judged, because our producers fell short or "
+                                                       "their cell's clean phase was not shown to keep up at 70 % of "
+                                                       + of, why,
+                                                       sep="; ")),
                            cells=tuple(f"postgres/{s}" for s in before)))
-    idle = j.filter((pl.col("round") == 0) & pl.col("system").is_in(list(clean)) & (pl.col("holder") == "idle_xid")
-                    & pl.col("p99_ratio").is_not_null())  # the systems judged, as the findings above
+    idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")
+                    & pl.col("p99_ratio").is_not_null())  # the cells judged, as the findings above
     if idle.height:
         top = idle.sort("p99_ratio", descending=True).row(0, named=True)
         out.append(Finding("pressure", "Under an idle transaction holding the horizon, p99 rose at most {r} ({who}); "
@@ -295,7 +303,8 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "bloat": analysis.bloat(phases).markdown(),
         "ratios": analysis.ratios(j).markdown(),
         "waits": analysis.waits(phases).markdown() if phases.height else None,
-        "windows": calibration.windows(params.get("calibration_s", calibration.UNRECORDED_S)),
+        # runs published before steps had one length name two (search, confirm): the confirm's is what held
+        "calibration_s": max(np.atleast_1d(params.get("calibration_s", calibration.UNRECORDED_S))),
         "scenario": params.get("scenario") or [],
         "params": params,
         "errors": analysis.pressed(cells).filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),

@@ -233,6 +233,20 @@ def test_a_phase_autovacuum_ran_in_shows_no_net_dead_tuples():
     assert row["clean: dead tuples / 1k jobs"] == "100"  # 6 in its 60 jobs: another cell's clean phase that no autovacuum ran in
 
 
+def test_the_bloat_table_gives_the_clean_phase_first_then_the_holders_in_the_scenarios_order():
+    """2026-12-07: an autovacuumed clean phase sorted after the first holder, and so did its columns."""
+    cells, phases = _tables()
+    over = pl.col("kind") == "overload"
+
+    def held(pressure: str, holder: str) -> pl.DataFrame:
+        return phases.with_columns(pressure=pl.lit(pressure), kind=pl.when(over).then(pl.lit("hold")).otherwise("kind"),
+                                   holder=pl.when(over).then(pl.lit(holder)).otherwise(None))
+    both = pl.concat([held("idle_tx", "idle_xid"), held("readers", "active_readers")]).with_columns(
+        autovacuums=pl.when(pl.col("kind") == "load").then(1).otherwise(0))  # every clean phase vacuumed
+    (row,) = analysis.bloat(both).rows
+    assert [k.split(":")[0] for k in row][::2] == ["system", "clean", "idle_xid", "active_readers"]
+
+
 def test_the_producers_share_inside_enqueue_calls_counts_each_call_once_and_only_in_the_phase():
     # two jobs of one call (one start, one acknowledgement), a call across the window's start, one without a start
     sent = np.array([1 * S, 1 * S, 3 * S - S // 2, NONE])

@@ -271,7 +271,9 @@ def bloat(phases: pl.DataFrame) -> Table:
         per = (lambda v: sig(v / jobs * 1000) if v is not None and jobs else "–")
         row[f"{name}: dead tuples / 1k jobs"] = VACUUMED if r["autovacuums"] else per(r["dead_tup_growth"])
         row[f"{name}: KiB / 1k jobs"] = per(None if r["bytes_growth"] is None else r["bytes_growth"] / 1024)
-    return Table(list(rows.values()))
+    holders = pressed(phases).filter(pl.col("kind") == "hold")["holder"]  # the scenario's order
+    order = ["system", "clean", *dict.fromkeys(holders)]
+    return Table([dict(sorted(row.items(), key=lambda kv: order.index(kv[0].split(":")[0]))) for row in rows.values()])
 
 
 def pressed(df: pl.DataFrame) -> pl.DataFrame:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
-import numpy as np
 import polars as pl
 
 from benchlib.errors import BenchError
@@ -303,8 +302,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "bloat": analysis.bloat(phases).markdown(),
         "ratios": analysis.ratios(j).markdown(),
         "waits": analysis.waits(phases).markdown() if phases.height else None,
-        # runs published before steps had one length name two (search, confirm): the confirm's is what held
-        "calibration_s": max(np.atleast_1d(params.get("calibration_s", calibration.UNRECORDED_S))),
+        "calibration_s": params.get("calibration_s", calibration.UNRECORDED_S),
         "scenario": params.get("scenario") or [],
         "params": params,
         "errors": analysis.pressed(cells).filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),

@@ -218,27 +218,32 @@ def matrix(j: pl.DataFrame) -> Table:
     return Table(list(rows.values()))
 
 
+def is_judged(r: dict[str, Any]) -> bool:
+    """A pressure is judged where its own cell's clean phase kept up and our producers applied it."""
+    return bool(r["clean_ok"]) and not short(r)
+
+
 def _unjudged(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     """The pressures of one system's cells not judged, by why (the clean phase's words, or
     'producers short'), worst first."""
     why = [(pressure_name(r), clean_missed(r["clean_verdict"]) if not r["clean_ok"] else "producers short")
-           for r in rows if not r["clean_ok"] or short(r)]
+           for r in rows if not is_judged(r)]
     return {word: [p for p, w in why if w == word] for word in CLEAN_MISSED.values() if word in {w for _, w in why}}
 
 
 def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """Per system (round 0): pressures judged (each where its own cell's clean phase kept up and
     our producers did not fall short), held, back, the slowest return (None: one not back);
-    `clean_ok`: the clean phase kept up in every cell; `clean_missed`: in how many cells it did not,
+    `clean_missed`: in how many cells the clean phase did not keep up,
     by why ({'fell behind': 3, 'unclear': 1}); `unjudged`: the pressures not judged, by why
     ({'unclear': ['readers', 'bursts ×3.5']})."""
     out: dict[str, dict[str, Any]] = {}
     for system, part in j.filter(pl.col("round") == 0).group_by("system", maintain_order=True):
         rows = part.to_dicts()
-        judged_rows = [r for r in rows if r["clean_ok"] and not short(r)]
+        judged_rows = [r for r in rows if is_judged(r)]
         back = [r["recovered_s"] for r in judged_rows if r["recovered_s"] is not None]
         out[system[0]] = {
-            "clean_ok": all(r["clean_ok"] for r in rows), "cells": len(rows),
+            "cells": len(rows),
             "clean_missed": {word: n for word in CLEAN_MISSED.values()  # worst first, as CLEAN_MISSED has them
                              if (n := sum(not r["clean_ok"] and clean_missed(r["clean_verdict"]) == word
                                           for r in rows))},
@@ -246,7 +251,6 @@ def summary(j: pl.DataFrame) -> dict[str, dict[str, Any]]:
             "held": sum(r["verdict"] == "pass" for r in judged_rows), "back": len(back),
             "slowest": max(back) if back and len(back) == len(judged_rows) else None,
             "not_back": [pressure_name(r) for r in judged_rows if r["recovered_s"] is None],
-            "short": [pressure_name(r) for r in rows if r["clean_ok"] and short(r)],
             "unjudged": _unjudged(rows),
             "lost": sum(r["lost"] or 0 for r in rows), "unchecked": sum(r["lost"] is None for r in rows),
             "unfinished": sum(r["unfinished"] or 0 for r in rows), "duplicates": sum(r["duplicates"] or 0 for r in rows),
@@ -381,5 +385,5 @@ def top_waits(raw: str | None, n: int = 3) -> str:
     return ", ".join(f"{k} {sig(100 * v)} %" for k, v in list(shares.items())[:n]) or "–"
 
 
-__all__ = ["bloat", "cell_text", "drift", "drift_table", "judged", "matrix", "pressed", "pressure_name", "ratios",
+__all__ = ["bloat", "cell_text", "drift", "drift_table", "is_judged", "judged", "matrix", "pressed", "pressure_name", "ratios",
            "soak_minutes", "steady", "summary", "top_waits", "totals", "trend", "waits", "windows"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
+import numpy as np
 import polars as pl
 
 from benchlib.errors import BenchError
@@ -181,16 +182,17 @@ def findings(tables: dict[str, pl.DataFrame], manifests: list[dict]) -> list[Fin
                                                        + of, why,
                                                        sep="; ")),
                            cells=tuple(f"postgres/{s}" for s in before)))
-    idle = j.filter((pl.col("round") == 0) & pl.col("clean_ok") & (pl.col("holder") == "idle_xid")
-                    & pl.col("p99_ratio").is_not_null())  # the cells judged, as the findings above
-    if idle.height:
-        top = idle.sort("p99_ratio", descending=True).row(0, named=True)
+    idle = [r for r in j.filter((pl.col("round") == 0) & (pl.col("holder") == "idle_xid")
+                                & pl.col("p99_ratio").is_not_null()).iter_rows(named=True)
+            if analysis.is_judged(r)]  # the cells judged, as the findings above
+    if idle:
+        top = max(idle, key=lambda r: r["p99_ratio"])
         out.append(Finding("pressure", "Under an idle transaction holding the horizon, p99 rose at most {r} ({who}); "
                            "the median over the systems judged was {m}.",
                            {"r": Ratio(top["p99_ratio"]), "who": top["system"],
-                            "m": Ratio(float(idle["p99_ratio"].median()))},
+                            "m": Ratio(float(np.median([r["p99_ratio"] for r in idle])))},
                            interval="one run per system, the holder's phase against the clean one",
-                           cells=tuple(f"postgres/{s}" for s in idle["system"])))
+                           cells=tuple(f"postgres/{r['system']}" for r in idle)))
     return out + _accounting(tables["cells"]) + nominal(measure.STUDY, manifests)
 
 

@@ -141,6 +141,9 @@ class Hooks:
     # awaited when a timed phase's time is up (its planned end, s from the cell's start); a cell
     # with one keeps its phases on the cell's schedule (a sampler's boundaries), not each its own
     phase_ending: Callable[[Running, float], Awaitable[None]] | None = None
+    # asked at each whole second of a timed phase but a burst (the phase, the seconds it has run);
+    # True ends the phase there, before its seconds are up (a recovery watched until it is back)
+    phase_over: Callable[[Running, Phase, int], bool] | None = None
     holder: Any = None  # holders.HOLDERS's: held through each `hold` phase
     settle_s: float = 0.0  # after the drain, before the consumers stop
     # a drain still emptying when its seconds are up goes on while, at the rate it has emptied since
@@ -326,9 +329,10 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                                                  else began + int(hooks.drain_until_s * 1e9))
                     await _watching(asyncio.sleep(hooks.settle_s), watched())
                 else:
-                    planned_end_s += ph.seconds
+                    planned_start_s, planned_end_s = planned_end_s, planned_end_s + ph.seconds
                     end_ns = (ran.start_ns + int(planned_end_s * 1e9) if hooks.phase_ending is not None
                               else start + int(ph.seconds * 1e9))
+                    begin_ns = ran.start_ns + int(planned_start_s * 1e9) if hooks.phase_ending is not None else start
                     paces = ph.schedule() if ph.kind == "burst" else []
                     for j, (offset_s, multiple) in enumerate(paces):
                         at = start + int(offset_s * 1e9)
@@ -338,6 +342,15 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                         await _watching(asyncio.sleep(max(0.0, (at - now_ns()) / 1e9)), watched())
                         await start_sending(multiple, at, until)
                         mark("burst", ph.name, f"{multiple:g} x {plan.reference_jobs_s:.4g} jobs/s")
+                    second = 1
+                    while (hooks.phase_over is not None and not paces
+                           and (tick := begin_ns + second * 1_000_000_000) < end_ns):
+                        await _watching(asyncio.sleep(max(0.0, (tick - now_ns()) / 1e9)), watched())
+                        if hooks.phase_over(running, ph, second):
+                            end_ns, planned_end_s = tick, planned_start_s + second
+                            mark("phase", ph.name, f"over after {second} s")
+                            break
+                        second += 1
                     await _watching(asyncio.sleep(max(0.0, (end_ns - now_ns()) / 1e9)), watched())
                     if hooks.phase_ending is not None:
                         await _watching(hooks.phase_ending(running, planned_end_s), watched())

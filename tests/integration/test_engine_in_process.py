@@ -153,6 +153,31 @@ async def test_a_hold_phase_holds_the_horizon_through_it_and_only_it(pg_db):
     assert not await _held_xmin(pg_db) and await _backends(pg_db) == []
 
 
+async def test_a_phase_ends_where_the_study_says_it_is_over_and_the_schedule_goes_on_from_there(pg_db):
+    """Hooks.phase_over: asked at each whole second of a timed phase; True ends the phase there."""
+    asked: list[tuple[str, int]] = []
+    ended: list[float] = []
+
+    def over(running: engine.Running, ph: scenario.Phase, second: int) -> bool:
+        asked.append((ph.name, second))
+        return ph.name == "rest" and second == 2
+
+    async def ending(running: engine.Running, end_s: float) -> None:
+        ended.append(end_s)
+
+    phases = scenario.check((scenario.Phase("base", "load", 2.0, 1.0), scenario.Phase("rest", "load", 6.0, 1.0),
+                             scenario.Phase("drain", "drain", 20.0)))
+    plan = engine.CellPlan(phases, RATE, instances=1, workers=2, batch=5, in_process=True)
+    ran = await engine.run_cell(SkipLocked(), pg_db, plan, timeline.mark, engine.Hooks(phase_ending=ending,
+                                                                                         phase_over=over))
+    first, count = engine.Jobs.of(ran.ledger).first_and_count()
+    assert ran.drained and (first >= 0).all() and (count == 1).all()
+    assert asked == [("base", 1), ("rest", 1), ("rest", 2)] and ended == [2.0, 4.0]
+    rest = next(s for s in ran.spans if s.phase.name == "rest")
+    assert 1.9 <= (rest.end_ns - rest.start_ns) / 1e9 < 3.0  # over after 2 of its 6 s
+    assert await _backends(pg_db) == []
+
+
 async def test_a_failed_hook_ends_the_cell_and_releases_the_holder(pg_db):
     async def dies(running: engine.Running) -> None:
         await asyncio.sleep(1.5)  # inside the hold phase

@@ -56,6 +56,19 @@ def test_a_tiny_cell_per_kind_of_system_counts_every_job_and_judges_every_phase(
     assert j.height == 4 and analysis.matrix(j).rows
 
 
+def test_a_recovery_ends_its_tail_after_the_backlog_is_back_and_is_read_over_what_ran(tmp_path):
+    scenario = [TINY[0], TINY[1], TINY[6], {"name": "after_overload", "kind": "recover", "seconds": 15}, TINY[-1]]
+    params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
+                             scenario=scenario, calibrate=False, recovery_tail_s=1)
+    run = asyncio.run(pressure.run(params, data_dir=tmp_path, profile="smoke"))
+    (cell,) = run.cells.to_dicts()
+    assert cell["error"] is None and cell["drained"] and cell["lost"] == 0 == cell["duplicates"]
+    overload, after = run.phases.filter(pl.col("phase") != "clean").to_dicts()
+    assert after["seconds"] < 15 and overload["recovery_window_s"] == pytest.approx(after["seconds"], abs=0.1)
+    assert overload["recovered_s"] is not None and overload["recovered_s"] + 1 <= after["seconds"] + 0.1
+    assert "over after" in " ".join(run.events["detail"].drop_nulls())
+
+
 def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(tmp_path):
     windows = [{"name": f"w{i}", "kind": "load", "seconds": 2} for i in (1, 2, 3)]
     params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,

@@ -82,6 +82,23 @@ def test_a_second_is_back_only_when_both_its_backlog_and_its_p99_are():
     assert measure.recovered_after(rows, 9.5, 20.0, backlog_ok=9, p99_ok=None) == 1.5
 
 
+def test_a_recovery_is_watched_until_its_backlog_is_back_and_for_its_tail_only():
+    clean, _, after, _ = scenario.parse([
+        {"name": "clean", "kind": "load", "seconds": 3},
+        {"name": "overload", "kind": "overload", "seconds": 2, "rate": 1.5},
+        {"name": "after", "kind": "recover", "seconds": 10},
+        {"name": "drain", "kind": "drain", "seconds": 5}], 1.0)
+    watch = measure.Recovery(tail_s=2)
+    assert not any(watch.read(clean, k, b) for k, b in [(1, 5), (2, 40), (3, 12)])  # the clean phase's largest: 40
+    # back at second 3 (40 is no more than the clean phase's), over 2 s later whatever came between
+    assert [watch.read(after, k, b) for k, b in [(1, 300), (2, 120), (3, 40), (4, 90), (5, 10)]] == \
+        [False, False, False, False, True]
+    never = measure.Recovery(tail_s=2)
+    never.read(clean, 1, 0)  # an empty clean phase asks for at most MIN_BACKLOG
+    assert not any(never.read(after, k, 2) for k in range(1, 10)) and never.read(after, 10, 1) is False
+    assert never.read(after, 12, 0) is True
+
+
 def test_unfinished_jobs_fail_their_phase():
     spans, intended, acked, first, length = _cell(lose=3)
     seconds = measure.per_second(intended, acked, first, length, spans)
@@ -467,7 +484,7 @@ def _ladder(quote: float, verdicts: list[str], rungs: int | None = None) -> list
     return steps
 
 
-def test_a_calibration_gallops_from_the_quote_up_or_down_then_bisects_to_the_rung_that_held():
+def test_a_calibration_steps_down_a_rung_at_a_time_gallops_up_then_bisects_to_the_rung_that_held():
     from benchlib.studies.pressure import calibration as c
 
     def rates(steps: list[dict]) -> list[int]:
@@ -483,11 +500,12 @@ def test_a_calibration_gallops_from_the_quote_up_or_down_then_bisects_to_the_run
     assert rates(top) == [1000, 1100, 1331, 1772] and c.topped(top)
     assert c.words(1000, top) == "held 177 % for 15 s, the most tried (4 steps)"
     assert rates(_ladder(1000, ["pass"] * 10, rungs=9)) == [1000, 1100, 1331, 1949, 2358]  # 7 rungs, then the end
-    # a failed step at the quote runs once more (a cold first step), a failed rung below it does not
-    down = _ladder(1000, ["fail", "fail", "fail", "fail", "pass", "fail"])
-    assert rates(down) == [1000, 1000, 909, 751, 564, 621] and c.held(down) == pytest.approx(1000 / 1.1 ** 6)
-    assert c.words(1000, down) == "held 56 % for 15 s, not 62 % (6 steps)"
-    assert rates(_ladder(1000, ["fail", "fail", "fail", "pass", "pass"], rungs=9)) == [1000, 1000, 909, 751, 826]
+    # a failed step at the quote runs once more (a cold first step), a failed rung below it does
+    # not; down, one rung at a time: the first rung that holds ends the search, one long step
+    down = _ladder(1000, ["fail"] * 6 + ["pass"])
+    assert rates(down) == [1000, 1000, 909, 826, 751, 683, 621] and c.held(down) == pytest.approx(1000 / 1.1 ** 5)
+    assert c.words(1000, down) == "held 62 % for 15 s, not 68 % (7 steps)"
+    assert rates(_ladder(1000, ["fail", "fail", "fail", "pass"], rungs=9)) == [1000, 1000, 909, 826]
     assert rates(_ladder(1000, ["fail", "pass", "fail"])) == [1000, 1000, 1100]  # held once warm: up
     # an inconclusive step runs once more on any rung; producers short is no hold, and said
     assert rates(_ladder(1000, ["pass", "inconclusive", "pass", "fail", "fail"])) == [1000, 1100, 1100, 1331, 1210]
@@ -495,7 +513,7 @@ def test_a_calibration_gallops_from_the_quote_up_or_down_then_bisects_to_the_run
     assert c.held(short) == 1000 and c.words(1000, short) == "held 100 % for 15 s, not 110 % (our producers short) (2 steps)"
     # nothing held: at most STEPS rungs below the quote, and no reference
     none = _ladder(1000, ["fail"] * 20)
-    assert rates(none) == [1000, 1000, 909, 751, 564] and c.held(none) is None
+    assert rates(none) == [1000, 1000, 909, 826, 751, 683, 621, 564] and c.held(none) is None
     assert rates(none)[-1] == round(1000 / 1.1 ** c.STEPS) and c.words(1000, none).startswith("nothing down to 56 %")
 
 

@@ -306,6 +306,7 @@ def context(tables: dict[str, pl.DataFrame], manifests: list[dict], figure: Call
         "waits": analysis.waits(phases).markdown() if phases.height else None,
         "calibration_s": params.get("calibration_s", calibration.UNRECORDED_S),
         "scenario": params.get("scenario") or [],
+        "recovery_tail_s": params.get("recovery_tail_s"),  # None: every recovery ran its seconds
         "params": params,
         "errors": analysis.pressed(cells).filter(pl.col("error").is_not_null()).select("system", "error").rows(named=True),
     }

@@ -124,6 +124,7 @@ class Running:
     consumers: Any  # consumers.InProcess or fleet.Fleet
     start_ns: int = 0
     phase: Phase | None = None
+    started: list[tuple[Phase, int]] = field(default_factory=list)  # each phase so far and its start (ns)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set after the drain: background tasks end
 
     @property
@@ -307,6 +308,7 @@ async def run_cell(system: Any, target: Any, plan: CellPlan, mark: Callable[...,
                 await released.stop(admin)
                 mark("holder", released.name, "released")
             running.phase = ph
+            running.started.append((ph, start))
             if hooks.phase_started is not None:
                 hooks.phase_started(ph)
             mark("phase", ph.name, f"{ph.kind}" + (f", {ph.rate:g} x {plan.reference_jobs_s:.4g} jobs/s" if ph.rate else ""))

@@ -82,21 +82,44 @@ def test_a_second_is_back_only_when_both_its_backlog_and_its_p99_are():
     assert measure.recovered_after(rows, 9.5, 20.0, backlog_ok=9, p99_ok=None) == 1.5
 
 
-def test_a_recovery_is_watched_until_its_backlog_is_back_and_for_its_tail_only():
-    clean, _, after, _ = scenario.parse([
+def test_a_recovery_is_watched_until_a_second_is_back_by_the_published_rule_and_for_its_tail_only():
+    from benchlib.studies.pressure import recovery
+    from benchlib.workload.ledger import Ledger
+
+    clean, overload, after, _ = scenario.parse([
         {"name": "clean", "kind": "load", "seconds": 3},
         {"name": "overload", "kind": "overload", "seconds": 2, "rate": 1.5},
         {"name": "after", "kind": "recover", "seconds": 10},
         {"name": "drain", "kind": "drain", "seconds": 5}], 1.0)
-    watch = measure.Recovery(tail_s=2)
-    assert not any(watch.read(clean, k, b) for k, b in [(1, 5), (2, 40), (3, 12)])  # the clean phase's largest: 40
-    # back at second 3 (40 is no more than the clean phase's), over 2 s later whatever came between
-    assert [watch.read(after, k, b) for k, b in [(1, 300), (2, 120), (3, 40), (4, 90), (5, 10)]] == \
-        [False, False, False, False, True]
-    never = measure.Recovery(tail_s=2)
-    never.read(clean, 1, 0)  # an empty clean phase asks for at most MIN_BACKLOG
-    assert not any(never.read(after, k, 2) for k in range(1, 10)) and never.read(after, 10, 1) is False
-    assert never.read(after, 12, 0) is True
+    starts = [(clean, 0.0), (overload, 3.0), (after, 5.0)]
+    ledger = Ledger(by_seq=True)
+
+    def jobs(from_s: float, to_s: float, handled_at=lambda t: t + 0.02) -> list[int]:
+        """10 jobs a second, acknowledged 1 ms after their instant, handled at `handled_at` (None: not yet)."""
+        out = []
+        for t in np.arange(from_s, to_s, 0.1):
+            seq = ledger.reserve(1)
+            ledger.enqueued(seq, [seq], int((t + 0.001) * S), [int(t * S)])
+            if (h := handled_at(t)) is not None:
+                ledger.handled_one(seq, int(h * S))
+            out.append(seq)
+        return out
+
+    jobs(0, 3)  # clean: 20 ms each
+    jobs(3, 7, handled_at=lambda t: max(t + 0.02, 6.6))  # stalled until 6.6 s: second 6 back in backlog, not in p99
+    late = jobs(7, 12, handled_at=lambda t: None if round(t, 1) == 7.3 else t + 0.02)[3]  # one not handled yet
+    watch = recovery.Recovery(tail_s=2)
+    watch.jobs.read(ledger, 0)
+    assert watch.clean_limits(starts) == (1, pytest.approx(2 * 20.0, abs=0.01))
+    assert watch.over(starts, 10.5) is False  # second 7 holds a job not handled yet: late, so not back
+    ledger.handled_one(late, int(7.32 * S))
+    watch.jobs.read(ledger, 0)
+    assert watch.over(starts, 9.9) is False and watch.over(starts, 10.0) is True  # back at 8 s, 2 s of tail
+    # the reading after the cell, from every job, finds the same second
+    rec = ledger.reconcile()
+    spans = measure.Spans(((clean, 0.0, 3.0), (overload, 3.0, 5.0), (after, 5.0, 10.0)))
+    rows = measure.per_second(rec.intended_ns, rec.acked_ns, rec.first_ns, 12.0, spans)
+    assert recovery.recovered_after(rows, 5.0, 10.0, 1, 40.0) == 3.0
 
 
 def test_unfinished_jobs_fail_their_phase():

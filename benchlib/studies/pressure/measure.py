@@ -21,8 +21,9 @@ phase, by seq: jobs offered, acknowledged, completed, the backlog, end-to-end la
 job's intended instant. Each timed phase is judged by the capacity study's criterion (imported:
 one definition of "keeps up"), and each pressure by its **recovery**: from its end, the time until
 a whole second's backlog is back to the clean phase's largest and its jobs' p99 within
-RECOVERED_P99 x the clean phase's (`recovered_after`). Every acknowledged job is reconciled after
-the drain (lost, handled twice).
+RECOVERED_P99 x the clean phase's (recovery.py: read after the cell from every job, and while it
+runs, to end a recover phase `recovery_tail_s` after it is back). Every acknowledged job is
+reconciled after the drain (lost, handled twice).
 
 A scenario without a pressure is a **soak** (the `soak` profile): one cell per system, its
 load phases back to back at one rate on one schedule, each a window of the same length (a
@@ -49,7 +50,8 @@ from benchlib.measure import now_ns, percentiles_ms
 from benchlib.results import Schema, module_file, utc_now
 from benchlib.runner import Cell, Rows
 from benchlib.studies.capacity import measure as capacity
-from benchlib.studies.pressure import calibration
+from benchlib.studies.pressure import calibration, recovery
+from benchlib.studies.pressure.recovery import MIN_BACKLOG, RECOVERED_P99, RECOVERY_TAIL_S, Recovery, recovered_after
 from benchlib.workload import consumers, engine, phases, sampler, scenario
 from benchlib.workload.ledger import NONE
 from benchlib.workload.scenario import PRESSURES, Phase
@@ -57,10 +59,6 @@ from benchlib.workload.scenario import PRESSURES, Phase
 STUDY = "pressure"
 AXES = ("systems", "pressures")
 SAMPLE_S = 1.0  # the server's statistics, once a second on the cell's schedule
-RECOVERED_P99 = 2.0  # recovered: a second's p99 within this many times the clean phase's ...
-# ... and its backlog no more than the clean phase's largest (at least this many jobs: a clean
-# phase whose per-second backlog never exceeded 0 would otherwise ask for an empty queue)
-MIN_BACKLOG = 1
 SOAK = "soak"  # a soak cell's `pressure`: the whole scenario, no pressure in it
 MIN_WINDOWS = 3  # a soak's load phases (its windows): a slope and its interval need three
 # a drain still emptying at its seconds goes on while, at its rate so far, it would be empty this
@@ -68,11 +66,6 @@ MIN_WINDOWS = 3  # a soak's load phases (its windows): a slope and its interval 
 # 154,113 jobs unchecked (2026-12-06), emptying at 400 - 600 jobs/s; one that would take longer
 # is cut off at its seconds, unchecked, rather than hold the run for minutes
 DRAIN_UNTIL_S = 180.0
-# a recover phase ends this many seconds after its first whole second whose live backlog was back to
-# the clean phase's largest (Recovery), at most its own seconds: on the 44 cells of 2026-12-07 this
-# would have given every recovery time as published (each came within 1 s of its backlog's) and
-# saved 10 of their 39 minutes
-RECOVERY_TAIL_S = 5.0
 
 # the standard profile's scenario (profiles/pressure.yaml holds it as data): Params' default
 DEFAULT_SCENARIO: tuple[dict[str, Any], ...] = (
@@ -363,21 +356,6 @@ def _inside(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> lis
     return out or [r for r in rows if r["t_s"] <= end_s < r["t_s"] + 1]
 
 
-def recovered_after(rows: Sequence[dict[str, Any]], from_s: float, until_s: float, backlog_ok: int,
-                    p99_ok: float | None) -> float | None:
-    """Seconds from `from_s` (a pressure's end) to the end of the first whole second, ending by
-    `until_s`, whose backlog is at most `backlog_ok` and whose jobs' p99 is at most `p99_ok` (None:
-    no latency to hold it to); None when no such second."""
-    for r in rows:
-        end = r["t_s"] + 1
-        if end <= from_s or end > until_s + 1e-9:
-            continue
-        p99 = r["e2e_p99_ms"]
-        if r["backlog"] <= backlog_ok and (p99_ok is None or (p99 is not None and p99 <= p99_ok)):
-            return end - from_s
-    return None
-
-
 def enqueue_calls(sent: np.ndarray, acked: np.ndarray) -> np.ndarray:
     """Each enqueue call as (start, duration) in ns: the jobs of one call share its start and its
     acknowledgement; jobs without a recorded start are left out."""
@@ -470,45 +448,6 @@ def phase_rows(seconds: Sequence[dict[str, Any]], spans: Spans, intended: np.nda
         if row["recovery_window_s"] is not None:
             row["recovered_s"] = recovered_after(seconds, end_s, end_s + row["recovery_window_s"], backlog_ok, p99_ok)
     return out
-
-
-class Recovery:
-    """Engine.Hooks.phase_over: a recover phase ends `tail_s` after its first whole second whose live
-    backlog (acknowledged - handled, read as the sampler's seconds end) was no more than the clean
-    phase's largest at those instants.
-
-    Why: a pressure is back at its first such second whose jobs' p99 is clean too (recovered_after,
-    read afterwards from every job); watching the phase on past that shows nothing its verdict uses,
-    and the recover phases were half of every cell. The tail leaves the p99 its time: jobs intended
-    in a back second are handled within it. A recovery whose backlog is not back runs its recover
-    phase whole; `recovery_window_s` is the phase as it ran, so "not back" names the seconds watched."""
-
-    def __init__(self, tail_s: float) -> None:
-        self.tail_s = tail_s
-        self.clean_phase: str | None = None
-        self.clean: list[int] = []  # the clean phase's live backlog at each of its whole seconds
-        self.back_at: dict[str, int] = {}  # per recover phase, its first second back
-        self.acked, self.batches = 0, 0  # acknowledged jobs, counted on from the batches read so far
-
-    def __call__(self, running: engine.Running, ph: Phase, second: int) -> bool:
-        if ph.kind not in ("load", "recover"):
-            return False
-        running.by_id.resolve()  # handlings reported by id count once mapped to their seqs
-        batches = running.ledger.batches
-        self.acked += sum(len(b.ids) for b in batches[self.batches:])
-        self.batches = len(batches)
-        return self.read(ph, second, self.acked - running.ledger.distinct)
-
-    def read(self, ph: Phase, second: int, backlog: int) -> bool:
-        """One reading of the live backlog; True: the phase is over (the first load phase is the clean one)."""
-        if ph.kind == "load":
-            if self.clean_phase in (None, ph.name):
-                self.clean_phase = ph.name
-                self.clean.append(backlog)
-            return False
-        if ph.name not in self.back_at and backlog <= max(MIN_BACKLOG, max(self.clean, default=0)):
-            self.back_at[ph.name] = second
-        return ph.name in self.back_at and second >= self.back_at[ph.name] + self.tail_s
 
 
 # --- the cell ---------------------------------------------------------------------------------
@@ -666,7 +605,7 @@ def max_jobs(p: Params) -> int:
 
 
 def _code(system: str) -> tuple[str, ...]:
-    return (__file__, capacity.__file__, calibration.__file__, timeline.__file__, engine.__file__, consumers.__file__, sampler.__file__,
+    return (__file__, capacity.__file__, calibration.__file__, recovery.__file__, timeline.__file__, engine.__file__, consumers.__file__, sampler.__file__,
             scenario.__file__, module_file(HOLDERS["idle_xid"]), *queues.code_files(system))
 
 

@@ -56,7 +56,7 @@ def test_a_tiny_cell_per_kind_of_system_counts_every_job_and_judges_every_phase(
     assert j.height == 4 and analysis.matrix(j).rows
 
 
-def test_a_recovery_ends_its_tail_after_the_backlog_is_back_and_is_read_over_what_ran(tmp_path):
+def test_a_recovery_ends_its_tail_after_the_system_is_back_and_is_read_over_what_ran(tmp_path):
     scenario = [TINY[0], TINY[1], TINY[6], {"name": "after_overload", "kind": "recover", "seconds": 15}, TINY[-1]]
     params = pressure.Params(systems=["skip_locked"], reference_jobs_s=40, load=1, consumers=2, producers=1,
                              scenario=scenario, calibrate=False, recovery_tail_s=1)

@@ -603,6 +603,12 @@ def test_a_calibration_that_is_not_true_or_false_or_too_short_is_refused_before_
         measure.Params(systems=("skip_locked",), reference_jobs_s=10, calibration_s=[15, 45])
 
 
+def test_a_recovery_tail_that_is_not_a_positive_number_is_refused_before_any_server():
+    with pytest.raises(BenchError, match="recovery_tail_s"):
+        measure.Params(systems=("skip_locked",), reference_jobs_s=10, recovery_tail_s=0)
+    assert measure.Params(systems=("skip_locked",), reference_jobs_s=10, recovery_tail_s=None).recovery_tail_s is None
+
+
 def test_a_cell_without_a_clean_phase_row_is_not_measured_there_and_breaks_no_sentence():
     j = pl.DataFrame({"system": ["a"], "round": [0], "clean_ok": [None], "clean_verdict": [None], "verdict": ["pass"],
                       "recovered_s": [1.0], "lost": [0], "unfinished": [0], "duplicates": [0], "phase": ["overload"],

